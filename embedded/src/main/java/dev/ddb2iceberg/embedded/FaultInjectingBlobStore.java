@@ -1,0 +1,101 @@
+package dev.ddb2iceberg.embedded;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import org.gaul.s3proxy.blobstore.BlobStore;
+import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
+import org.gaul.s3proxy.blobstore.S3Exceptions;
+import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
+import software.amazon.awssdk.services.s3.model.DeleteObjectResponse;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+import software.amazon.awssdk.services.s3.model.PutObjectResponse;
+
+/**
+ * Makes the embedded server fail chosen requests the way S3 can (an HTTP 503 to the client), so
+ * tests see real SDK exceptions, real retries and real partial failures.
+ *
+ * <p>A rule fails every matching request from the n-th on: an outage that begins at a known point
+ * and lasts until {@link #clear()}, so the SDK's own retries fail too.
+ */
+public final class FaultInjectingBlobStore extends ForwardingBlobStore {
+  public enum Operation { PUT, GET, LIST, DELETE }
+
+  private volatile Rule rule;
+
+  FaultInjectingBlobStore(BlobStore delegate) {
+    super(delegate);
+  }
+
+  private record Rule(Operation operation, Predicate<String> keyMatches, int firstFailing, AtomicInteger seen) {}
+
+  /** Fails the {@code n}-th (1-based) and every later {@code operation} on a key that matches. */
+  public void failFrom(Operation operation, int n, Predicate<String> keyMatches) {
+    rule = new Rule(operation, keyMatches, n, new AtomicInteger());
+  }
+
+  public void failFrom(Operation operation, int n) {
+    failFrom(operation, n, key -> true);
+  }
+
+  /** How many requests the current rule has seen (failed or not). */
+  public int seen() {
+    Rule r = rule;
+    return r == null ? 0 : r.seen().get();
+  }
+
+  public void clear() {
+    rule = null;
+  }
+
+  private void check(Operation op, String key) {
+    Rule r = rule;
+    if (r != null && r.operation() == op && r.keyMatches().test(key) && r.seen().incrementAndGet() >= r.firstFailing()) {
+      throw S3Exceptions.fromStatusCode(503); // "Service Unavailable", as S3 answers when it sheds load
+    }
+  }
+
+  @Override
+  public PutObjectResponse putBlob(PutObjectRequest request, InputStream content) {
+    try {
+      check(Operation.PUT, request.key());
+    } catch (RuntimeException fault) {
+      drain(content); // read the body as S3 would, or the client's kept-alive connection is left mid-request
+      throw fault;
+    }
+    return super.putBlob(request, content);
+  }
+
+  private static void drain(InputStream content) {
+    try {
+      content.transferTo(OutputStream.nullOutputStream());
+    } catch (IOException ignored) {
+      // the fault is what the client sees either way
+    }
+  }
+
+  @Override
+  public ResponseInputStream<GetObjectResponse> getBlob(GetObjectRequest request) {
+    check(Operation.GET, request.key());
+    return super.getBlob(request);
+  }
+
+  @Override
+  public ListObjectsV2Response list(ListObjectsV2Request request) {
+    check(Operation.LIST, request.prefix() == null ? "" : request.prefix());
+    return super.list(request);
+  }
+
+  @Override
+  public DeleteObjectResponse removeBlob(DeleteObjectRequest request) {
+    check(Operation.DELETE, request.key());
+    return super.removeBlob(request);
+  }
+}
