@@ -1,7 +1,15 @@
 package dev.ddb2iceberg.staging;
 
+import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.model.Change;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import java.util.List;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -15,11 +23,11 @@ public final class StagingStore {
   private final String stagingPrefix;
   private final String quarantinePrefix;
 
-  public StagingStore(S3Client s3, String bucket, String stagingPrefix, String quarantinePrefix) {
+  public StagingStore(S3Client s3, StagingSettings settings) {
     this.s3 = s3;
-    this.bucket = bucket;
-    this.stagingPrefix = stagingPrefix;
-    this.quarantinePrefix = quarantinePrefix;
+    this.bucket = settings.bucket();
+    this.stagingPrefix = settings.stagingPrefix();
+    this.quarantinePrefix = settings.quarantinePrefix();
   }
 
   public String bucket() {
@@ -54,21 +62,53 @@ public final class StagingStore {
   }
 
   /** Staged objects, oldest first (names sort by first sequence number). */
-  public List<StagedObjectName> list() {
-    List<StagedObjectName> out = new ArrayList<>();
+  public List<StagedObject> list() {
+    List<StagedObject> out = new ArrayList<>();
     ListObjectsV2Request request = ListObjectsV2Request.builder().bucket(bucket).prefix(stagingPrefix).build();
     for (S3Object o : s3.listObjectsV2Paginator(request).contents()) {
       StagedObjectName name = StagedObjectName.parse(stagingPrefix, o.key());
       if (name != null) {
-        out.add(name);
+        out.add(new StagedObject(name, o.size(), o.lastModified()));
       }
     }
-    out.sort((a, b) -> a.key().compareTo(b.key()));
+    out.sort(Comparator.comparing(o -> o.name().key()));
     return out;
   }
 
   public List<Change> read(StagedObjectName name) {
     byte[] bytes = s3.getObjectAsBytes(b -> b.bucket(bucket).key(name.key())).asByteArray();
     return StagedFormat.read(bytes, name.key());
+  }
+
+  /**
+   * Deletes staged objects in batches of up to 1,000 (S3's limit per request); returns the keys
+   * that could not be deleted. Deleting an object that is already gone succeeds.
+   */
+  public Set<String> delete(Collection<StagedObjectName> names) {
+    Set<String> failed = new LinkedHashSet<>();
+    List<StagedObjectName> all = new ArrayList<>(names);
+    for (int i = 0; i < all.size(); i += 1000) {
+      List<ObjectIdentifier> ids = all.subList(i, Math.min(all.size(), i + 1000)).stream()
+          .map(n -> ObjectIdentifier.builder().key(n.key()).build()).toList();
+      try {
+        DeleteObjectsResponse response = s3.deleteObjects(b -> b.bucket(bucket).delete(d -> d.objects(ids).quiet(true)));
+        response.errors().forEach(e -> failed.add(e.key()));
+      } catch (SdkException e) {
+        ids.forEach(id -> failed.add(id.key()));
+      }
+    }
+    return failed;
+  }
+
+  /**
+   * Moves a staged object that cannot be read to the quarantine, with the reason beside it, so
+   * it stops blocking the merge and stays available to a person.
+   */
+  public void quarantineStaged(StagedObjectName name, String reason) {
+    String base = quarantinePrefix + "staged/" + name.key().substring(stagingPrefix.length());
+    s3.copyObject(b -> b.sourceBucket(bucket).sourceKey(name.key()).destinationBucket(bucket).destinationKey(base));
+    s3.putObject(b -> b.bucket(bucket).key(base + ".reason.txt").contentType("text/plain; charset=utf-8"),
+        RequestBody.fromString(reason + "\n"));
+    s3.deleteObject(b -> b.bucket(bucket).key(name.key()));
   }
 }

@@ -32,8 +32,7 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
   }
 
   public StagerHandler(StagerSettings settings, S3Client s3) {
-    this.stager = new BatchStager(
-        new StagingStore(s3, settings.bucket(), settings.stagingPrefix(), settings.quarantinePrefix()));
+    this.stager = new BatchStager(new StagingStore(s3, settings.staging()));
   }
 
   @Override

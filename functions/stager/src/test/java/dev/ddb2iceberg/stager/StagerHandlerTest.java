@@ -13,13 +13,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
+import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore.Operation;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.staging.StagedObjectName;
+import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.stream.StreamRecordDecoder;
 import dev.ddb2iceberg.stream.UnsupportedStreamViewTypeException;
@@ -55,9 +56,9 @@ class StagerHandlerTest {
     this.server = server;
     this.s3 = server.newClient();
     this.bucket = S3ServerExtension.newBucket(server);
-    StagerSettings settings = new StagerSettings(bucket, "staging/", "quarantine/", null);
+    StagerSettings settings = new StagerSettings(new StagingSettings(bucket, "staging/", "quarantine/"), null);
     this.handler = new StagerHandler(settings, s3);
-    this.store = new StagingStore(s3, bucket, "staging/", "quarantine/");
+    this.store = new StagingStore(s3, settings.staging());
   }
 
   private static DynamodbEvent event(String file) {
@@ -78,8 +79,8 @@ class StagerHandlerTest {
 
   private List<Change> allStaged() {
     List<Change> out = new ArrayList<>();
-    for (StagedObjectName name : store.list()) {
-      out.addAll(store.read(name));
+    for (StagedObject o : store.list()) {
+      out.addAll(store.read(o.name()));
     }
     return out;
   }

@@ -1,0 +1,51 @@
+package dev.ddb2iceberg.embedded;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The pipeline's AWS surroundings, locally: a bucket on the embedded S3 server and an Iceberg
+ * JdbcCatalog on an SQLite file. {@link #environment} gives the functions' environment variables
+ * that point at them, exactly as {@code template.yaml} would in AWS.
+ */
+public final class LocalStack {
+  private final EmbeddedS3Server server;
+  private final String bucket;
+  private final Path catalogFile;
+
+  public LocalStack(EmbeddedS3Server server, String bucket, Path workDir) {
+    this.server = server;
+    this.bucket = bucket;
+    this.catalogFile = workDir.resolve("catalog.db");
+  }
+
+  public EmbeddedS3Server server() {
+    return server;
+  }
+
+  public String bucket() {
+    return bucket;
+  }
+
+  /** Environment variables for the stager, merger and maintenance functions. */
+  public Map<String, String> environment(String tableName) {
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("AWS_REGION", EmbeddedS3Server.REGION);
+    env.put("AWS_ACCESS_KEY_ID", EmbeddedS3Server.ACCESS_KEY);
+    env.put("AWS_SECRET_ACCESS_KEY", EmbeddedS3Server.SECRET_KEY);
+    env.put("S3_ENDPOINT", server.endpoint().toString());
+    env.put("STAGING_BUCKET", bucket);
+    env.put("STAGING_PREFIX", "staging/");
+    env.put("QUARANTINE_PREFIX", "quarantine/");
+    env.put("CATALOG_TYPE", "jdbc");
+    // SQLite allows one writer at a time; a busy timeout makes a second writer wait instead of failing.
+    env.put("CATALOG_URI", "jdbc:sqlite:" + catalogFile.toAbsolutePath());
+    env.put("CATALOG_WAREHOUSE", "s3://" + bucket + "/warehouse");
+    env.put("CATALOG_PROPERTIES", "jdbc.busy_timeout=30000,s3.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
+        + ",s3.secret-access-key=" + EmbeddedS3Server.SECRET_KEY);
+    env.put("TABLE_NAMESPACE", "ddb2iceberg");
+    env.put("TABLE_NAME", tableName);
+    return env;
+  }
+}

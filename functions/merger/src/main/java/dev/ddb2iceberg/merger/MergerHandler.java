@@ -1,0 +1,98 @@
+package dev.ddb2iceberg.merger;
+
+import com.amazonaws.services.lambda.runtime.Context;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.NullNode;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.MergeResult;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.staging.StagingStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.Iterator;
+import java.util.Set;
+import org.apache.iceberg.catalog.Catalog;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * Lambda entry point, run by an EventBridge schedule. Accepts a schedule rule's
+ * {@code ScheduledEvent} (whose {@code detail} is the input), the plain JSON input that EventBridge
+ * Scheduler delivers, or nothing. Input fields (all optional): {@code maxChanges}.
+ * Returns the run's {@link MergeResult} as JSON.
+ */
+public final class MergerHandler implements RequestStreamHandler {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Set<String> INPUT_FIELDS = Set.of("maxChanges");
+
+  private final MergerSettings settings;
+  private final Catalog catalog;
+  private final S3Client s3;
+
+  /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
+  public MergerHandler() {
+    this(MergerSettings.from(Environment.system()));
+  }
+
+  public MergerHandler(MergerSettings settings) {
+    this(settings, settings.catalog().load(), settings.s3().newClient());
+  }
+
+  public MergerHandler(MergerSettings settings, Catalog catalog, S3Client s3) {
+    this.settings = settings;
+    this.catalog = catalog;
+    this.s3 = s3;
+  }
+
+  @Override
+  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+    MergeOptions options = options(parse(input));
+    MergeResult result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
+    JSON.writeValue(output, result);
+  }
+
+  private static JsonNode parse(InputStream input) throws IOException {
+    byte[] bytes = input.readAllBytes();
+    if (bytes.length == 0) {
+      return NullNode.getInstance();
+    }
+    try {
+      return JSON.readTree(bytes);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("The merger's input is not JSON: " + e.getMessage());
+    }
+  }
+
+  /** Options from the input: a schedule rule's detail, or the plain input of EventBridge Scheduler. */
+  MergeOptions options(JsonNode input) {
+    MergeOptions options = settings.options();
+    if (input == null || input.isNull() || input.isMissingNode()) {
+      return options;
+    }
+    if (!input.isObject()) {
+      throw new IllegalArgumentException("The merger's input must be a JSON object, not " + input.getNodeType());
+    }
+    if (input.has("Records")) {
+      throw new IllegalArgumentException("The merger was given a DynamoDB Streams batch (it has \"Records\"); stream"
+          + " batches go to the stager. The merger runs on a schedule with an empty or {\"maxChanges\": n} input.");
+    }
+    JsonNode detail = input.has("detail-type") ? input.path("detail") : input;
+    for (Iterator<String> it = detail.fieldNames(); it.hasNext(); ) {
+      String field = it.next();
+      if (!INPUT_FIELDS.contains(field)) {
+        throw new IllegalArgumentException("Unknown merger input field '" + field + "'; it accepts " + INPUT_FIELDS + ".");
+      }
+    }
+    if (detail.has("maxChanges")) {
+      JsonNode n = detail.get("maxChanges");
+      if (!n.canConvertToInt() || n.asInt() <= 0) {
+        throw new IllegalArgumentException("Merger input maxChanges=" + n + " is not a positive whole number.");
+      }
+      options = options.withMaxChanges(n.asInt());
+    }
+    return options;
+  }
+}

@@ -1,0 +1,406 @@
+package dev.ddb2iceberg.merger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.MergeResult;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableUtil;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * The merge against real parts: the embedded S3 server over HTTP and Iceberg's JdbcCatalog on
+ * SQLite. After every merge the table, read back as a query engine would, must equal a model of
+ * the DynamoDB table built from the same changes.
+ */
+@ExtendWith(S3ServerExtension.class)
+class MergerTest {
+  @TempDir Path dir;
+
+  private EmbeddedS3Server server;
+  private MergerSettings settings;
+  private Catalog catalog;
+  private S3Client s3;
+  private StagingStore store;
+  private BatchStager stager;
+  private final SourceTableModel model = new SourceTableModel();
+  private final Map<String, String> env = new HashMap<>();
+
+  @BeforeEach
+  void setUp(EmbeddedS3Server server) {
+    this.server = server;
+    LocalStack stack = new LocalStack(server, S3ServerExtension.newBucket(server), dir);
+    env.putAll(stack.environment("orders"));
+    configure();
+  }
+
+  private void configure() {
+    settings = MergerSettings.from(new Environment(env));
+    catalog = settings.catalog().load();
+    s3 = server.newClient();
+    store = new StagingStore(s3, settings.staging());
+    stager = new BatchStager(store);
+  }
+
+  @AfterEach
+  void noSnapshotEverHoldsAnEqualityDelete() {
+    TableIdentifier id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
+    if (!catalog.tableExists(id)) {
+      return;
+    }
+    Table table = catalog.loadTable(id);
+    for (Snapshot s : table.snapshots()) {
+      for (DeleteFile f : s.addedDeleteFiles(table.io())) {
+        assertEquals(FileContent.POSITION_DELETES, f.content(), "delete file " + f.location() + " in snapshot " + s.snapshotId());
+      }
+    }
+  }
+
+  private void stage(List<Change> changes) {
+    BatchStager.Result r = stager.stage(StreamEvents.batch(changes).getRecords());
+    assertTrue(r.complete(), "staging failed at " + r.firstFailedSequenceNumber());
+    model.apply(changes);
+  }
+
+  private Merger merger() {
+    return new Merger(catalog, settings.table(), store, settings.options());
+  }
+
+  private Table table() {
+    return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
+  }
+
+  private void assertTableEqualsModel() {
+    var expected = model.items();
+    var actual = TableItems.read(table());
+    assertEquals(expected.size(), actual.size(), () -> "row count; " + SourceTableModel.diff(expected, actual));
+    assertTrue(expected.equals(actual), () -> SourceTableModel.diff(expected, actual));
+  }
+
+  private List<String> stagedKeys() {
+    return s3.listObjectsV2(b -> b.bucket(settings.staging().bucket()).prefix("staging/")).contents().stream()
+        .map(S3Object::key).toList();
+  }
+
+  @Test
+  void randomInsertsModifiesAndRemovesAcrossRunsMatchTheSourceTable() {
+    Workload w = new Workload(1, 200);
+    for (int run = 0; run < 6; run++) {
+      for (int batch = 0; batch < 3; batch++) {
+        stage(w.next(60));
+      }
+      MergeResult r = merger().run();
+      assertEquals(3, r.objectsApplied(), "staged objects applied in run " + run);
+      assertNotNull(r.snapshotId());
+      assertTableEqualsModel();
+      assertEquals(List.of(), stagedKeys(), "applied objects are deleted");
+    }
+  }
+
+  @Test
+  void theFirstRunCreatesTheTableWithKeysPartitioningAndSortOrder() {
+    Workload w = new Workload(2, 20);
+    stage(w.next(30));
+    merger().run();
+    Table t = table();
+    assertEquals(List.of("pk", "sk"), t.schema().identifierFieldNames().stream().sorted().toList());
+    assertTrue(t.schema().findField("pk").isRequired());
+    assertEquals("bucket[16]", t.spec().fields().get(0).transform().toString());
+    assertEquals("pk", t.schema().findColumnName(t.spec().fields().get(0).sourceId()));
+    assertEquals(2, t.sortOrder().fields().size(), "sorted by both keys");
+    assertEquals(2, TableUtil.formatVersion(t));
+    assertEquals("long", t.schema().findField("sk").type().toString(), "integral N key");
+    assertEquals("long", t.schema().findField("count").type().toString());
+    assertEquals("string", t.schema().findField("name").type().toString());
+  }
+
+  @Test
+  void severalChangesToOneKeyInOneRunKeepTheLatest() {
+    Workload w = new Workload(3, 10);
+    stage(List.of(w.upsert(1, Operation.INSERT), w.upsert(1, Operation.MODIFY), w.remove(1, false),
+        w.upsert(1, Operation.INSERT), w.upsert(1, Operation.MODIFY)));
+    MergeResult r = merger().run();
+    assertEquals(5, r.changesRead());
+    assertEquals(1, r.upserts(), "one row written for the key");
+    assertTableEqualsModel();
+    // and across runs: a remove in the next run deletes it
+    stage(List.of(w.remove(1, true)));
+    r = merger().run();
+    assertEquals(1, r.deletes());
+    assertTableEqualsModel();
+    assertEquals(0, TableItems.read(table()).size());
+  }
+
+  @Test
+  void duplicateRecordsAcrossStagedObjectsAreAppliedOnce() {
+    Workload w = new Workload(4, 50);
+    List<Change> changes = w.next(100);
+    stage(changes.subList(0, 60));
+    stage(changes.subList(40, 100)); // a retried, re-bisected batch: records 40-59 staged twice
+    MergeResult r = merger().run();
+    assertEquals(120, r.changesRead());
+    assertTableEqualsModel();
+    // the same records arriving again in a later run are stale and change nothing
+    long before = table().currentSnapshot().snapshotId();
+    stage(changes.subList(50, 70));
+    r = merger().run();
+    assertEquals(0, r.changesApplied(), "nothing newer than the table");
+    assertEquals(0, r.upserts());
+    assertTableEqualsModel();
+    assertNotEquals(before, r.snapshotId(), "the checkpoint still records the applied object");
+  }
+
+  @Test
+  void removesOfKeysThatNeverExistedChangeNothing() {
+    Workload w = new Workload(5, 50);
+    stage(List.of(w.upsert(1, Operation.INSERT)));
+    merger().run();
+    stage(List.of(w.remove(7, false), w.remove(8, true)));
+    MergeResult r = merger().run();
+    assertEquals(0, r.deletes());
+    assertEquals(0, r.changesApplied());
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aCrashAfterTheCommitBeforeDeletingStagedObjectsIsHarmless() {
+    Workload w = new Workload(6, 100);
+    stage(w.next(80));
+    stage(w.next(80));
+    server.faults().failFrom(FaultInjectingBlobStore.Operation.DELETE, 1); // the deletes after the commit fail
+    MergeResult first = merger().run();
+    assertEquals(2, first.objectsApplied());
+    assertEquals(2, stagedKeys().size(), "staged objects survived");
+    assertTableEqualsModel();
+    server.faults().clear();
+
+    long snapshotsBefore = count(table().snapshots());
+    MergeResult second = merger().run();
+    assertEquals(2, second.objectsAlreadyApplied(), "recognised from the checkpoint");
+    assertEquals(0, second.objectsApplied());
+    assertNull(second.snapshotId(), "nothing committed");
+    assertEquals(snapshotsBefore, count(table().snapshots()));
+    assertEquals(List.of(), stagedKeys());
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void checkpointCarriesUndeletedObjectsForwardUntilTheyAreGone() {
+    Workload w = new Workload(7, 100);
+    stage(w.next(50));
+    server.faults().failFrom(FaultInjectingBlobStore.Operation.DELETE, 1);
+    merger().run();
+    // next run: the old object still cannot be deleted, and a new one is applied
+    stage(w.next(50));
+    MergeResult r = merger().run();
+    assertEquals(1, r.objectsApplied());
+    String checkpoint = table().currentSnapshot().summary().get("ddb2iceberg.applied-staged-objects");
+    assertEquals(2, checkpoint.split(",").length, "the undeleted object is carried forward: " + checkpoint);
+    server.faults().clear();
+    r = merger().run();
+    assertEquals(2, r.objectsAlreadyApplied());
+    assertEquals(List.of(), stagedKeys());
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aCompactionBetweenPlanningAndCommittingMakesTheMergeReplan() {
+    Workload w = new Workload(8, 100);
+    stage(w.next(150));
+    merger().run();
+    stage(w.next(150));
+    int[] compactions = {0};
+    MergeResult r = merger().beforeCommit(t -> {
+      if (compactions[0]++ == 0) {
+        Compaction.rewriteAll(t); // rewrites the very files the merge is deleting rows from
+      }
+    }).run();
+    assertEquals(2, r.commitAttempts(), "the first attempt lost to the compaction");
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void anotherMergerCommittingFirstMeansNoChangeIsAppliedTwice() {
+    Workload w = new Workload(9, 100);
+    stage(w.next(100));
+    merger().run();
+    stage(w.next(100));
+    stage(w.next(100));
+    MergeResult[] other = new MergeResult[1];
+    MergeResult r = merger().beforeCommit(t -> {
+      if (other[0] == null) {
+        other[0] = merger().run(); // a second merger starts, plans and commits first
+      }
+    }).run();
+    assertEquals(2, other[0].objectsApplied());
+    assertEquals(2, r.commitAttempts());
+    assertEquals(0, r.objectsApplied(), "everything was already applied by the other merger");
+    assertEquals(2, r.objectsAlreadyApplied());
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void twoMergersStartedAtOnceApplyEachObjectOnce() throws Exception {
+    Workload w = new Workload(10, 300);
+    stage(w.next(200));
+    merger().run();
+    for (int i = 0; i < 4; i++) {
+      stage(w.next(100));
+    }
+    ExecutorService two = Executors.newFixedThreadPool(2);
+    CountDownLatch start = new CountDownLatch(1);
+    List<Future<MergeResult>> runs = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      runs.add(two.submit(() -> {
+        start.await();
+        return merger().run();
+      }));
+    }
+    start.countDown();
+    MergeResult a = runs.get(0).get();
+    MergeResult b = runs.get(1).get();
+    two.shutdown();
+    assertEquals(4, a.objectsApplied() + b.objectsApplied(), "each object applied by exactly one merger: " + a + " / " + b);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void formatVersion3UsesDeletionVectors() {
+    env.put("TABLE_FORMAT_VERSION", "3");
+    configure();
+    Workload w = new Workload(11, 60);
+    for (int run = 0; run < 4; run++) {
+      stage(w.next(80));
+      merger().run();
+      assertTableEqualsModel();
+    }
+    Table t = table();
+    assertEquals(3, TableUtil.formatVersion(t));
+    List<DeleteFile> deletes = new ArrayList<>();
+    t.snapshots().forEach(s -> s.addedDeleteFiles(t.io()).forEach(deletes::add));
+    assertTrue(!deletes.isEmpty() && deletes.stream().allMatch(f -> f.format() == FileFormat.PUFFIN),
+        "deletion vectors only: " + deletes.stream().map(DeleteFile::format).toList());
+  }
+
+  @Test
+  void boundedRunsLeaveABacklogAndNeverApplyANewerChangeBeforeAnOlderOne() {
+    env.put("MAX_CHANGES_PER_RUN", "50");
+    configure();
+    Workload w = new Workload(12, 30);
+    for (int i = 0; i < 5; i++) {
+      stage(w.next(40));
+    }
+    MergeResult r = merger().run();
+    assertEquals(1, r.objectsApplied(), "40 changes fit, 80 would not");
+    assertEquals(4, r.backlogObjects());
+    int runs = 1;
+    while (r.backlogObjects() > 0) {
+      r = merger().run();
+      runs++;
+    }
+    assertEquals(5, runs);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void newAttributesBecomeColumnsAndOddValuesAreKeptExactly() {
+    Workload w = new Workload(13, 10);
+    stage(List.of(w.upsert(1, Operation.INSERT)));
+    merger().run();
+    Map<String, DdbValue> image = new java.util.LinkedHashMap<>(w.key(2));
+    image.put("brand_new", new DdbValue.S("hello"));
+    image.put("count", new DdbValue.S("not a number")); // conflicts with the long column
+    image.put("price", new DdbValue.N("12345678901234567890.123456789012345678"));
+    image.put("Name", new DdbValue.S("differs from 'name' only by case"));
+    stage(List.of(new Change(w.key(2), Operation.INSERT, image, "900000000000000000000000", 0L, false)));
+    merger().run();
+    Table t = table();
+    assertNotNull(t.schema().findField("brand_new"), "new column added");
+    assertNull(t.schema().findField("Name"), "no column that differs from another only by case");
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aKeyThatDoesNotFitItsColumnIsQuarantinedAndTheRestMerged() throws Exception {
+    Workload w = new Workload(14, 10);
+    stage(List.of(w.upsert(1, Operation.INSERT)));
+    merger().run();
+    Map<String, DdbValue> key = Map.of("pk", new DdbValue.S("x"), "sk", new DdbValue.N("1.5"));
+    Map<String, DdbValue> image = new java.util.LinkedHashMap<>(key);
+    Change bad = new Change(key, Operation.INSERT, image, "900000000000000000000000", 0L, false);
+    List<Change> batch = List.of(bad, w.upsert(2, Operation.INSERT));
+    stager.stage(StreamEvents.batch(batch).getRecords());
+    model.apply(batch.subList(1, 2));
+    MergeResult r = merger().run();
+    assertEquals(1, r.quarantined());
+    assertTableEqualsModel();
+    String doc = s3.getObjectAsBytes(b -> b.bucket(settings.staging().bucket())
+        .key("quarantine/merger/0000000000000000900000000000000000000000.json")).asUtf8String();
+    String reason = new ObjectMapper().readTree(doc).get("reason").asText();
+    assertTrue(reason.contains("key attribute 'sk' = {\"N\":\"1.5\"} does not fit its column of type long"), reason);
+  }
+
+  @Test
+  void aCorruptStagedObjectIsQuarantinedAndTheRestMerged() {
+    Workload w = new Workload(15, 50);
+    stage(w.next(30));
+    String bucket = settings.staging().bucket();
+    String bad = "staging/" + "0".repeat(39) + "1-" + "0".repeat(39) + "2.ddbstage";
+    s3.putObject(b -> b.bucket(bucket).key(bad), software.amazon.awssdk.core.sync.RequestBody.fromString("garbage"));
+    MergeResult r = merger().run();
+    assertEquals(1, r.quarantined());
+    assertEquals(1, r.objectsApplied());
+    assertTableEqualsModel();
+    assertEquals(List.of(), stagedKeys());
+    String reason = s3.getObjectAsBytes(b -> b.bucket(bucket).key("quarantine/staged/" + bad.substring(8) + ".reason.txt"))
+        .asUtf8String();
+    assertTrue(reason.contains("not a staged object"), reason);
+  }
+
+  private static long count(Iterable<?> it) {
+    long n = 0;
+    for (Object o : it) {
+      n++;
+    }
+    return n;
+  }
+}

@@ -1,0 +1,35 @@
+package dev.ddb2iceberg.config;
+
+/**
+ * Where the Iceberg table lives and how a new one is laid out.
+ *
+ * @param namespace the catalog namespace (the Glue database)
+ * @param name the table's name
+ * @param partitionKey the DynamoDB partition key attribute; null to infer it from the stream
+ * @param partitionSpec e.g. {@code bucket(16, pk)}; null for that default on the partition key
+ * @param formatVersion 2 (position deletes, readable by every engine) or 3 (deletion vectors)
+ */
+public record TableSettings(String namespace, String name, String partitionKey, String partitionSpec, int formatVersion) {
+
+  public static TableSettings from(Environment env) {
+    int version = env.positiveInt("TABLE_FORMAT_VERSION", 2);
+    if (version != 2 && version != 3) {
+      throw new ConfigurationException("Environment variable TABLE_FORMAT_VERSION=" + version
+          + " is not supported: use 2 (every engine reads it) or 3 (deletion vectors).");
+    }
+    String namespace = env.optional("TABLE_NAMESPACE", "ddb2iceberg");
+    if (!namespace.matches("[a-z0-9_]+")) {
+      throw new ConfigurationException("Environment variable TABLE_NAMESPACE='" + namespace
+          + "' must be lower-case letters, digits and underscores (Glue database naming rules).");
+    }
+    String name = env.required("TABLE_NAME", "the Iceberg table to keep in step with DynamoDB");
+    if (!name.matches("[a-z0-9_]+")) {
+      throw new ConfigurationException("Environment variable TABLE_NAME='" + name
+          + "' must be lower-case letters, digits and underscores (Glue table naming rules).");
+    }
+    String partitionKey = env.optional("PARTITION_KEY", "");
+    String spec = env.optional("PARTITION_SPEC", "");
+    return new TableSettings(namespace, name, partitionKey.isEmpty() ? null : partitionKey,
+        spec.isEmpty() ? null : spec, version);
+  }
+}

@@ -1,0 +1,79 @@
+package dev.ddb2iceberg.merge;
+
+import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.staging.StagedObjectName;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.util.SnapshotUtil;
+
+/**
+ * The merger's checkpoint: which staged objects the table already holds, recorded in the summary
+ * of the very snapshot that applied them (so data and checkpoint commit atomically).
+ *
+ * <p>Each merger snapshot names the objects it applied plus those applied earlier whose deletion
+ * from the staging prefix is not yet confirmed (carried forward), so the newest snapshot with a
+ * checkpoint is enough. Maintenance copies the property into its own snapshots, so expiring old
+ * snapshots never loses it. Objects are named by their sequence range without padding, e.g.
+ * {@code 111100000000000000001-111500000000000000005}, to keep table metadata small.
+ */
+public final class Checkpoint {
+  /** Snapshot summary property holding the applied staged objects, comma-separated. */
+  public static final String APPLIED = "ddb2iceberg.applied-staged-objects";
+  /** Snapshot summary property with the id of the merge run that wrote the snapshot. */
+  public static final String RUN_ID = "ddb2iceberg.merge-run-id";
+
+  private Checkpoint() {}
+
+  /** The token of a staged object in a checkpoint. */
+  public static String token(StagedObjectName name) {
+    return SequenceNumbers.stripLeadingZeros(name.firstSequence()) + "-"
+        + SequenceNumbers.stripLeadingZeros(name.lastSequence());
+  }
+
+  /** The checkpoint of the newest snapshot that has one; empty for a new table. */
+  public static Set<String> read(Table table) {
+    Snapshot current = table.currentSnapshot();
+    if (current == null) {
+      return Set.of();
+    }
+    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
+      String applied = s.summary().get(APPLIED);
+      if (applied != null) {
+        return decode(applied);
+      }
+    }
+    return Set.of();
+  }
+
+  public static String encode(Collection<String> tokens) {
+    return String.join(",", new TreeSet<>(tokens));
+  }
+
+  public static Set<String> decode(String value) {
+    Set<String> out = new LinkedHashSet<>();
+    for (String t : value.split(",")) {
+      if (!t.isBlank()) {
+        out.add(t.trim());
+      }
+    }
+    return out;
+  }
+
+  /** Whether a snapshot written by merge run {@code runId} is in the table's current history. */
+  public static boolean committedBy(Table table, String runId) {
+    Snapshot current = table.currentSnapshot();
+    if (current == null) {
+      return false;
+    }
+    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
+      if (runId.equals(s.summary().get(RUN_ID))) {
+        return true;
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,136 @@
+package dev.ddb2iceberg.merge;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.PartitionKey;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.StructLike;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableUtil;
+import org.apache.iceberg.data.BaseDeleteLoader;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.deletes.BaseDVFileWriter;
+import org.apache.iceberg.deletes.DeleteGranularity;
+import org.apache.iceberg.deletes.PositionDelete;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
+import org.apache.iceberg.io.ClusteredDataWriter;
+import org.apache.iceberg.io.DataWriteResult;
+import org.apache.iceberg.io.DeleteWriteResult;
+import org.apache.iceberg.io.FanoutPositionOnlyDeleteWriter;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.types.Comparators;
+import org.apache.iceberg.util.ContentFileUtil;
+
+/**
+ * Writes what one merge commits: new data files for the upserted items, sorted by partition and
+ * key so their key bounds prune well, and position deletes (format v2) or deletion vectors (v3)
+ * for the rows they replace or remove. Never equality deletes: not every engine reads them.
+ */
+final class MergeWriter {
+  private static final long TARGET_FILE_SIZE = 256L << 20;
+
+  private final Table table;
+  private final String runId;
+  private int taskId;
+
+  MergeWriter(Table table, String runId) {
+    this.table = table;
+    this.runId = runId;
+  }
+
+  List<DataFile> writeRows(List<Record> rows, Comparator<Record> keyOrder) {
+    if (rows.isEmpty()) {
+      return List.of();
+    }
+    PartitionSpec spec = table.spec();
+    PartitionKey partitionKey = new PartitionKey(spec, table.schema());
+    InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+    // Group rows by partition (the clustered writer keeps one file open at a time), keys sorted within.
+    List<Map.Entry<StructLike, Record>> keyed = new ArrayList<>(rows.size());
+    for (Record row : rows) {
+      partitionKey.partition(wrapper.wrap(row));
+      keyed.add(Map.entry(partitionKey.copy(), row));
+    }
+    Comparator<StructLike> byPartition = Comparators.forType(spec.partitionType());
+    keyed.sort(Map.Entry.<StructLike, Record>comparingByKey(byPartition).thenComparing(Map.Entry::getValue, keyOrder));
+
+    GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
+        .format(FileFormat.PARQUET).build();
+    ClusteredDataWriter<Record> writer = new ClusteredDataWriter<>(writers, files, table.io(), TARGET_FILE_SIZE);
+    try (writer) {
+      for (Map.Entry<StructLike, Record> e : keyed) {
+        writer.write(e.getValue(), spec, e.getKey());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    DataWriteResult result = writer.result();
+    return result.dataFiles();
+  }
+
+  /** Deletes for these rows; the result also names delete files they replace (v3 DVs). */
+  DeleteWriteResult writeDeletes(List<LiveRow> rows) {
+    if (rows.isEmpty()) {
+      return new DeleteWriteResult(List.of());
+    }
+    return TableUtil.formatVersion(table) >= 3 ? writeDeletionVectors(rows) : writePositionDeletes(rows);
+  }
+
+  private DeleteWriteResult writePositionDeletes(List<LiveRow> rows) {
+    GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
+        .deleteFileFormat(FileFormat.PARQUET).build();
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
+        .format(FileFormat.PARQUET).suffix("deletes").build();
+    FanoutPositionOnlyDeleteWriter<Record> writer = new FanoutPositionOnlyDeleteWriter<>(
+        writers, files, table.io(), TARGET_FILE_SIZE, DeleteGranularity.FILE);
+    PositionDelete<Record> delete = PositionDelete.create();
+    try (writer) {
+      for (LiveRow row : rows) {
+        DataFile file = row.task().file();
+        writer.write(delete.set(file.location(), row.position()), table.specs().get(file.specId()), file.partition());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return writer.result();
+  }
+
+  /**
+   * Format v3 allows one deletion vector per data file, so the file's existing vector is loaded,
+   * merged with the new positions, and replaced in the same commit.
+   */
+  private DeleteWriteResult writeDeletionVectors(List<LiveRow> rows) {
+    Map<String, List<DeleteFile>> previous = new HashMap<>();
+    for (LiveRow row : rows) {
+      previous.computeIfAbsent(row.task().file().location(), path -> row.task().deletes().stream()
+          .filter(ContentFileUtil::isDV).toList());
+    }
+    BaseDeleteLoader loader = new BaseDeleteLoader(f -> table.io().newInputFile(f));
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
+        .format(FileFormat.PUFFIN).build();
+    BaseDVFileWriter writer = new BaseDVFileWriter(files, path -> {
+      List<DeleteFile> dvs = previous.getOrDefault(path.toString(), List.of());
+      return dvs.isEmpty() ? null : (PositionDeleteIndex) loader.loadPositionDeletes(dvs, path);
+    });
+    try (writer) {
+      for (LiveRow row : rows) {
+        DataFile file = row.task().file();
+        writer.delete(file.location(), row.position(), table.specs().get(file.specId()), file.partition());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return writer.result();
+  }
+}

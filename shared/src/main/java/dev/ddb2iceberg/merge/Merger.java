@@ -1,0 +1,432 @@
+package dev.ddb2iceberg.merge;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.config.TableSettings;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbJson;
+import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.staging.CorruptStagedObjectException;
+import dev.ddb2iceberg.staging.StagedObject;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableCreator;
+import dev.ddb2iceberg.table.TableLayout;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Consumer;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.RowDelta;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.UpdateSchema;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.DeleteWriteResult;
+import org.apache.iceberg.types.Comparators;
+import org.apache.iceberg.types.Type;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One merge run: staged changes into the Iceberg table, exactly once.
+ *
+ * <ol>
+ *   <li>List the staged objects (oldest first). Those the table's checkpoint already names were
+ *       applied by an earlier run that could not delete them: delete them, never apply them again.
+ *   <li>Take a bounded slice of the rest, oldest first, and reduce it to each key's change with
+ *       the highest sequence number.
+ *   <li>Find each changed key's live row (pruned by partition and key bounds), skip changes not
+ *       newer than the row, and write new rows plus position deletes (or deletion vectors).
+ *   <li>Commit it all in one RowDelta whose snapshot summary names the applied objects (the
+ *       checkpoint). A lost race (a compaction rewrote a file, another merger committed) is
+ *       re-planned from the new table state, within a bound; an unknown commit outcome is settled
+ *       by looking for this run's id in the table history first.
+ *   <li>Delete the applied objects. Any that survive stay named in the checkpoint until they go.
+ * </ol>
+ */
+public final class Merger {
+  private static final Logger LOG = LoggerFactory.getLogger(Merger.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final Catalog catalog;
+  private final TableIdentifier id;
+  private final TableSettings tableSettings;
+  private final StagingStore store;
+  private final MergeOptions options;
+  private Consumer<Table> beforeCommit = table -> {};
+
+  public Merger(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options) {
+    this.catalog = catalog;
+    this.id = TableIdentifier.of(tableSettings.namespace(), tableSettings.name());
+    this.tableSettings = tableSettings;
+    this.store = store;
+    this.options = options;
+  }
+
+  /**
+   * Testing hook: runs just before each commit attempt, with the table as planned. Fault tests use
+   * it to land a concurrent commit (a compaction, another merger) between planning and committing.
+   */
+  public Merger beforeCommit(Consumer<Table> hook) {
+    this.beforeCommit = hook;
+    return this;
+  }
+
+  public TableIdentifier tableId() {
+    return id;
+  }
+
+  public MergeResult run() {
+    long start = System.nanoTime();
+    ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
+    try {
+      return run(pool, start);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private MergeResult run(ExecutorService pool, long start) {
+    String runId = UUID.randomUUID().toString();
+    List<StagedObject> listed = store.list();
+    Table table = catalog.tableExists(id) ? catalog.loadTable(id) : null;
+
+    // 1. Objects an earlier run applied but could not delete: delete now, never apply again.
+    Set<String> checkpoint = table == null ? Set.of() : Checkpoint.read(table);
+    List<StagedObject> alreadyApplied = new ArrayList<>();
+    List<StagedObject> pending = new ArrayList<>();
+    for (StagedObject o : listed) {
+      (checkpoint.contains(Checkpoint.token(o.name())) ? alreadyApplied : pending).add(o);
+    }
+    Set<String> stillStaged = deleteApplied(alreadyApplied);
+
+    // 2. A bounded slice, oldest first.
+    Slice slice = takeSlice(pending, pool);
+    if (slice.objects.isEmpty()) {
+      return result(start, slice, List.of(), 0, null, 0, null, alreadyApplied.size(), pending);
+    }
+
+    // 3-4. Plan, write and commit; re-plan when a race is lost.
+    Attempt outcome = null;
+    int attempts = 0;
+    while (outcome == null) {
+      attempts++;
+      table = table == null ? TableCreator.loadOrCreate(catalog, id, tableSettings, slice.allChanges()) : table;
+      table.refresh();
+      try {
+        outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, pool);
+      } catch (ValidationException | CommitFailedException lost) {
+        if (attempts >= options.maxCommitAttempts()) {
+          throw new IllegalStateException("Gave up after " + attempts + " commit attempts, each racing another commit"
+              + " (a concurrent merger or maintenance run). The staged changes are kept and will be merged by a"
+              + " later run. Last conflict: " + lost.getMessage(), lost);
+        }
+        LOG.info("Commit attempt {} lost a race ({}); re-planning from the new table state", attempts, lost.getMessage());
+        backoff(attempts);
+      }
+    }
+
+    // 5. Delete what the commit applied; survivors stay named in the checkpoint.
+    Set<String> notDeleted = store.delete(slice.objects.stream().map(StagedObject::name).toList());
+    if (!notDeleted.isEmpty()) {
+      LOG.warn("{} applied staged objects could not be deleted yet; the checkpoint keeps them until a later run does",
+          notDeleted.size());
+    }
+    return result(start, slice, outcome.applied, attempts, outcome.snapshotId, outcome.stale, outcome,
+        alreadyApplied.size() + outcome.appliedByOthers, pending);
+  }
+
+  /** Deletes objects the checkpoint names; returns the tokens of those still in the staging prefix. */
+  private Set<String> deleteApplied(List<StagedObject> applied) {
+    if (applied.isEmpty()) {
+      return Set.of();
+    }
+    Set<String> failedKeys = store.delete(applied.stream().map(StagedObject::name).toList());
+    Set<String> still = new HashSet<>();
+    for (StagedObject o : applied) {
+      if (failedKeys.contains(o.name().key())) {
+        still.add(Checkpoint.token(o.name()));
+      }
+    }
+    LOG.info("Deleted {} staged objects that an earlier run had already applied", applied.size() - still.size());
+    return still;
+  }
+
+  /** The staged objects one run takes, with their decoded changes. */
+  private static final class Slice {
+    final List<StagedObject> objects = new ArrayList<>();
+    final List<List<Change>> changes = new ArrayList<>();
+    int quarantinedObjects;
+
+    List<Change> allChanges() {
+      List<Change> all = new ArrayList<>();
+      changes.forEach(all::addAll);
+      return all;
+    }
+
+    long changeCount() {
+      return changes.stream().mapToLong(List::size).sum();
+    }
+  }
+
+  private Slice takeSlice(List<StagedObject> pending, ExecutorService pool) {
+    List<StagedObject> candidates = new ArrayList<>();
+    long bytes = 0;
+    for (StagedObject o : pending) {
+      if (!candidates.isEmpty() && bytes + o.size() > options.maxStagedBytes()) {
+        break;
+      }
+      candidates.add(o);
+      bytes += o.size();
+    }
+    List<Future<List<Change>>> reads = new ArrayList<>();
+    for (StagedObject o : candidates) {
+      reads.add(pool.submit(() -> store.read(o.name())));
+    }
+    Slice slice = new Slice();
+    long count = 0;
+    for (int i = 0; i < candidates.size(); i++) {
+      StagedObject o = candidates.get(i);
+      List<Change> changes;
+      try {
+        changes = reads.get(i).get();
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof CorruptStagedObjectException corrupt) {
+          LOG.error("Staged object {} cannot be read and is moved to the quarantine: {}", o.name().key(), corrupt.getMessage());
+          store.quarantineStaged(o.name(), corrupt.getMessage());
+          slice.quarantinedObjects++;
+          continue;
+        }
+        throw new IllegalStateException("could not read staged object " + o.name().key() + ": " + e.getCause(), e.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted", e);
+      }
+      if (!slice.objects.isEmpty() && count + changes.size() > options.maxChanges()) {
+        break;
+      }
+      slice.objects.add(o);
+      slice.changes.add(changes);
+      count += changes.size();
+    }
+    return slice;
+  }
+
+  /** The outcome of a successful commit attempt. */
+  private record Attempt(Long snapshotId, List<Change> applied, long stale, long upserts, long deletes,
+      int quarantined, int appliedByOthers, int filesRead, int filesInTable) {}
+
+  private Attempt attempt(Table table, Slice slice, Set<String> stillStaged, String runId, ExecutorService pool) {
+    // Another merger may have applied some of the slice since it was listed.
+    Set<String> checkpoint = Checkpoint.read(table);
+    List<Change> changes = new ArrayList<>();
+    Set<String> tokens = new LinkedHashSet<>();
+    int appliedByOthers = 0;
+    for (int i = 0; i < slice.objects.size(); i++) {
+      String token = Checkpoint.token(slice.objects.get(i).name());
+      if (checkpoint.contains(token)) {
+        appliedByOthers++;
+      } else {
+        tokens.add(token);
+        changes.addAll(slice.changes.get(i));
+      }
+    }
+    if (tokens.isEmpty()) {
+      return new Attempt(null, List.of(), 0, 0, 0, 0, appliedByOthers, 0, 0);
+    }
+    table = evolveSchema(table, changes);
+    TableLayout layout = TableLayout.of(table);
+
+    // Each key's change with the highest sequence number (compared as numbers).
+    Map<List<Object>, Change> latest = new HashMap<>();
+    int quarantined = 0;
+    for (Change c : changes) {
+      List<Object> key = layout.keyOf(c);
+      if (key == null) {
+        quarantineChange(c, layout.whyKeyDoesNotFit(c));
+        quarantined++;
+        continue;
+      }
+      latest.merge(key, c, (a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b);
+    }
+
+    Snapshot base = table.currentSnapshot();
+    LiveRowFinder.Found found = base == null
+        ? new LiveRowFinder.Found(Map.of(), 0, 0)
+        : new LiveRowFinder(table, layout, pool).find(base.snapshotId(), latest.keySet());
+
+    List<Record> rows = new ArrayList<>();
+    List<LiveRow> toDelete = new ArrayList<>();
+    List<Change> applied = new ArrayList<>();
+    long stale = 0;
+    for (Map.Entry<List<Object>, Change> e : latest.entrySet()) {
+      Change c = e.getValue();
+      List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
+      String padded = SequenceNumbers.pad(c.sequenceNumber());
+      if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)) {
+        stale++; // the table already holds this change or a newer one
+        continue;
+      }
+      toDelete.addAll(live);
+      if (c.operation().isUpsert()) {
+        rows.add(layout.toRow(c));
+      } else if (live.isEmpty()) {
+        continue; // removing an item the table never had
+      }
+      applied.add(c);
+    }
+
+    MergeWriter writer = new MergeWriter(table, runId);
+    List<DataFile> dataFiles = writer.writeRows(rows, keyOrder(table, layout));
+    DeleteWriteResult deletes = writer.writeDeletes(toDelete);
+
+    Set<String> checkpointOut = new LinkedHashSet<>(tokens);
+    checkpointOut.addAll(stillStaged);
+    RowDelta delta = table.newRowDelta()
+        .set(Checkpoint.APPLIED, Checkpoint.encode(checkpointOut))
+        .set(Checkpoint.RUN_ID, runId)
+        .conflictDetectionFilter(Expressions.alwaysTrue())
+        .validateNoConflictingDataFiles()
+        .validateNoConflictingDeleteFiles()
+        .validateDeletedFiles();
+    if (base != null) {
+      delta.validateFromSnapshot(base.snapshotId());
+      delta.validateDataFilesExist(toDelete.stream().map(r -> (CharSequence) r.task().file().location()).toList());
+    }
+    dataFiles.forEach(delta::addRows);
+    deletes.deleteFiles().forEach(delta::addDeletes);
+    deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
+    beforeCommit.accept(table);
+    try {
+      delta.commit();
+    } catch (CommitStateUnknownException unknown) {
+      table.refresh();
+      if (!Checkpoint.committedBy(table, runId)) {
+        LOG.warn("Commit outcome unknown and run {} is not in the table history: re-planning", runId);
+        throw new CommitFailedException(unknown, "commit state unknown and not committed");
+      }
+      LOG.warn("Commit outcome was unknown, but run {} is in the table history: it committed", runId);
+    } catch (ValidationException | CommitFailedException lost) {
+      cleanUp(table, dataFiles, deletes.deleteFiles());
+      throw lost;
+    }
+    table.refresh();
+    Long snapshotId = table.currentSnapshot().snapshotId();
+    LOG.info("Committed snapshot {}: {} staged objects, {} upserts, {} deletes, {} stale changes skipped, read {} of {} data files",
+        snapshotId, tokens.size(), rows.size(), toDelete.size(), stale, found.filesRead(), found.filesInTable());
+    return new Attempt(snapshotId, applied, stale, rows.size(), toDelete.size(), quarantined, appliedByOthers,
+        found.filesRead(), found.filesInTable());
+  }
+
+  /** Adds typed columns for attributes never seen before (a separate, harmless commit). */
+  private Table evolveSchema(Table table, List<Change> changes) {
+    List<Map<String, dev.ddb2iceberg.model.DdbValue>> images = new ArrayList<>();
+    for (Change c : changes) {
+      if (c.newImage() != null) {
+        images.add(c.newImage());
+      }
+    }
+    Map<String, Type> added = TableLayout.of(table).newColumns(images);
+    if (added.isEmpty()) {
+      return table;
+    }
+    UpdateSchema update = table.updateSchema();
+    added.forEach(update::addColumn);
+    update.commit();
+    table.refresh();
+    LOG.info("Added columns {}", added);
+    return table;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Comparator<Record> keyOrder(Table table, TableLayout layout) {
+    Comparator<Record> order = null;
+    for (String key : layout.keyNames()) {
+      Comparator<Object> c = (Comparator<Object>) (Comparator<?>) Comparators.forType(
+          table.schema().findField(key).type().asPrimitiveType());
+      Comparator<Record> byKey = (a, b) -> c.compare(a.getField(key), b.getField(key));
+      order = order == null ? byKey : order.thenComparing(byKey);
+    }
+    return order;
+  }
+
+  private void quarantineChange(Change c, String reason) {
+    ObjectNode doc = JSON.createObjectNode();
+    doc.put("reason", reason);
+    doc.put("sequenceNumber", c.sequenceNumber());
+    doc.put("operation", c.operation().name());
+    doc.put("keys", DdbJson.writeItem(c.keys()));
+    if (c.newImage() != null) {
+      doc.put("newImage", DdbJson.writeItem(c.newImage()));
+    }
+    try {
+      store.putQuarantined("merger/" + SequenceNumbers.pad(c.sequenceNumber()) + ".json",
+          JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(doc));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    LOG.error("Change {} cannot be merged and is kept in the quarantine: {}", c.sequenceNumber(), reason);
+  }
+
+  /** Best effort: files of a commit that lost are unreferenced; orphan cleanup catches any left. */
+  private static void cleanUp(Table table, List<DataFile> data, List<DeleteFile> deletes) {
+    try {
+      data.forEach(f -> table.io().deleteFile(f.location()));
+      deletes.forEach(f -> table.io().deleteFile(f.location()));
+    } catch (RuntimeException e) {
+      LOG.warn("Could not delete the files of a failed commit attempt: {}", e.toString());
+    }
+  }
+
+  private static void backoff(int attempt) {
+    long millis = Math.min(5_000, 100L << Math.min(attempt, 6));
+    try {
+      Thread.sleep(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  private MergeResult result(long start, Slice slice, List<Change> applied, int attempts, Long snapshotId, long stale,
+      Attempt outcome, int alreadyApplied, List<StagedObject> pending) {
+    List<StagedObject> left = pending.subList(Math.min(pending.size(), slice.objects.size() + slice.quarantinedObjects),
+        pending.size());
+    Instant now = Instant.now();
+    long oldestAge = left.stream().map(StagedObject::lastModified).min(Instant::compareTo)
+        .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
+    long oldestChange = applied.stream().mapToLong(Change::approximateCreationMillis).min().orElse(now.toEpochMilli());
+    MergeResult r = new MergeResult(
+        slice.changeCount(), applied.size(),
+        outcome == null ? 0 : outcome.upserts(), outcome == null ? 0 : outcome.deletes(), stale,
+        outcome == null ? 0 : slice.objects.size() - outcome.appliedByOthers(), alreadyApplied,
+        slice.quarantinedObjects + (outcome == null ? 0 : outcome.quarantined()),
+        snapshotId, attempts,
+        outcome == null ? 0 : outcome.filesRead(), outcome == null ? 0 : outcome.filesInTable(),
+        left.size(), left.stream().mapToLong(StagedObject::size).sum(), oldestAge,
+        Math.max(0, (now.toEpochMilli() - oldestChange) / 1000),
+        (System.nanoTime() - start) / 1_000_000);
+    LOG.info("Merge run: {}", r);
+    return r;
+  }
+}

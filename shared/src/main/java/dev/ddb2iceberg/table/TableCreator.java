@@ -1,0 +1,149 @@
+package dev.ddb2iceberg.table;
+
+import dev.ddb2iceberg.config.ConfigurationException;
+import dev.ddb2iceberg.config.TableSettings;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.SortOrder;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.SupportsNamespaces;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.types.Type;
+import org.apache.iceberg.types.Types;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Creates the table on the merger's first run, from the first staged changes: the DynamoDB key
+ * attributes become required identifier columns, attributes seen become typed columns, and the
+ * layout defaults follow DESIGN.md (bucket(16, partition key), sorted by the keys, format v2).
+ */
+public final class TableCreator {
+  private static final Logger LOG = LoggerFactory.getLogger(TableCreator.class);
+
+  private TableCreator() {}
+
+  /** Loads the table, creating it first if it does not exist (another merger may win the race). */
+  public static Table loadOrCreate(Catalog catalog, TableIdentifier id, TableSettings settings, List<Change> changes) {
+    if (catalog.tableExists(id)) {
+      return catalog.loadTable(id);
+    }
+    if (catalog instanceof SupportsNamespaces ns && !ns.namespaceExists(id.namespace())) {
+      try {
+        ns.createNamespace(id.namespace());
+      } catch (AlreadyExistsException raced) {
+        // another merger created it first
+      }
+    }
+    Map<String, String> keyTypes = keyTypes(changes, settings.partitionKey());
+    List<Types.NestedField> fields = new ArrayList<>();
+    int id0 = 1;
+    Map<String, Type> keyColumnTypes = keyColumnTypes(changes, keyTypes.keySet());
+    List<Integer> identifiers = new ArrayList<>();
+    for (String key : keyTypes.keySet()) {
+      identifiers.add(id0);
+      fields.add(Types.NestedField.required(id0++, key, keyColumnTypes.get(key)));
+    }
+    fields.add(Types.NestedField.required(id0++, TableLayout.SEQ, Types.StringType.get(),
+        "DynamoDB Streams sequence number of the change that wrote this row (40 digits)"));
+    fields.add(Types.NestedField.optional(id0++, TableLayout.TIME, Types.TimestampType.withZone(),
+        "approximate time DynamoDB made the change that wrote this row"));
+    fields.add(Types.NestedField.optional(id0++, TableLayout.OVERFLOW,
+        Types.MapType.ofRequired(id0++, id0++, Types.StringType.get(), Types.StringType.get()),
+        "attributes no typed column holds exactly, as DynamoDB JSON"));
+    Schema base = new Schema(fields, Set.copyOf(identifiers));
+    TableLayout layout = TableLayout.of(base, TableLayout.keysProperty(keyTypes));
+    List<Map<String, DdbValue>> images = changes.stream().filter(c -> c.newImage() != null).map(Change::newImage).toList();
+    for (Map.Entry<String, Type> column : layout.newColumns(images).entrySet()) {
+      fields.add(Types.NestedField.optional(id0++, column.getKey(), column.getValue()));
+    }
+    Schema schema = new Schema(fields, Set.copyOf(identifiers));
+
+    String partitionKey = keyTypes.keySet().iterator().next();
+    String specText = settings.partitionSpec() != null ? settings.partitionSpec() : PartitionSpecs.defaultFor(partitionKey);
+    PartitionSpec spec = PartitionSpecs.parse(specText, schema);
+    SortOrder.Builder order = SortOrder.builderFor(schema);
+    keyTypes.keySet().forEach(order::asc);
+
+    Map<String, String> props = new HashMap<>();
+    props.put(TableProperties.FORMAT_VERSION, Integer.toString(settings.formatVersion()));
+    props.put(TableLayout.KEYS_PROPERTY, TableLayout.keysProperty(keyTypes));
+    props.put(TableProperties.DEFAULT_FILE_FORMAT, "parquet");
+    props.put(TableProperties.PARQUET_COMPRESSION, "zstd");
+    // Engines that write to the table (a user's Spark MERGE, say) should also leave position deletes.
+    props.put(TableProperties.DELETE_MODE, "merge-on-read");
+    props.put(TableProperties.UPDATE_MODE, "merge-on-read");
+    props.put(TableProperties.MERGE_MODE, "merge-on-read");
+    props.put(TableProperties.COMMIT_NUM_RETRIES, "10");
+    props.put(TableProperties.COMMIT_MIN_RETRY_WAIT_MS, "100");
+    props.put(TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "5000");
+    props.put(TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED, "true");
+    props.put(TableProperties.METADATA_PREVIOUS_VERSIONS_MAX, "100");
+    // Exact (untruncated) bounds on the keys, so the merge can skip files that cannot hold a key.
+    for (String key : keyTypes.keySet()) {
+      props.put(TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX + key, "full");
+    }
+    try {
+      Table table = catalog.buildTable(id, schema).withPartitionSpec(spec).withSortOrder(order.build())
+          .withProperties(props).create();
+      LOG.info("Created table {} with keys {}, partitioned by {}, format v{}", id, keyTypes, specText,
+          settings.formatVersion());
+      return table;
+    } catch (AlreadyExistsException raced) {
+      return catalog.loadTable(id);
+    }
+  }
+
+  /** Key attribute names (partition key first) and their DynamoDB types, from the changes. */
+  static Map<String, String> keyTypes(List<Change> changes, String partitionKey) {
+    Map<String, DdbValue> sample = changes.get(0).keys();
+    Set<String> names = new TreeSet<>(sample.keySet());
+    Map<String, String> out = new LinkedHashMap<>();
+    if (partitionKey != null) {
+      if (!names.contains(partitionKey)) {
+        throw new ConfigurationException("PARTITION_KEY='" + partitionKey + "' is not a key attribute of the stream's"
+            + " items; their keys are " + names + ".");
+      }
+      out.put(partitionKey, sample.get(partitionKey).typeName());
+    } else if (names.size() > 1) {
+      LOG.info("PARTITION_KEY is not set; taking '{}' of the key attributes {} (set PARTITION_KEY to choose)",
+          names.iterator().next(), names);
+    }
+    for (String name : names) {
+      out.putIfAbsent(name, sample.get(name).typeName());
+    }
+    return out;
+  }
+
+  /** N keys are long only if every value seen is a plain integer; otherwise their exact text. */
+  private static Map<String, Type> keyColumnTypes(List<Change> changes, Set<String> keys) {
+    Map<String, Type> types = new HashMap<>();
+    for (Change c : changes) {
+      for (String key : keys) {
+        DdbValue v = c.keys().get(key);
+        if (v == null) {
+          continue;
+        }
+        Type t = TypeMapping.keyColumnTypeFor(v);
+        Type seen = types.get(key);
+        if (seen == null || (seen.typeId() == Type.TypeID.LONG && t.typeId() == Type.TypeID.STRING)) {
+          types.put(key, t);
+        }
+      }
+    }
+    return types;
+  }
+}
