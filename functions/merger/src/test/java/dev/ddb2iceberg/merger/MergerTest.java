@@ -396,6 +396,36 @@ class MergerTest {
     assertTrue(reason.contains("not a staged object"), reason);
   }
 
+  @Test
+  void anUnknownCommitOutcomeThatLandedIsRecognisedAndNotRetried() {
+    Workload w = new Workload(16, 100);
+    stage(w.next(100));
+    merger().run();
+    stage(w.next(100));
+    long snapshotsBefore = count(table().snapshots());
+    Catalog flaky = new UnknownOutcomeCatalog(catalog, true);
+    MergeResult r = new Merger(flaky, settings.table(), store, settings.options()).run();
+    assertEquals(1, r.commitAttempts(), "found its own run id in the history, so no second commit");
+    assertEquals(1, r.objectsApplied());
+    assertEquals(snapshotsBefore + 1, count(table().snapshots()));
+    assertTableEqualsModel();
+    assertEquals(List.of(), stagedKeys());
+  }
+
+  @Test
+  void anUnknownCommitOutcomeThatDidNotLandIsReplanned() {
+    Workload w = new Workload(17, 100);
+    stage(w.next(100));
+    merger().run();
+    stage(w.next(100));
+    long snapshotsBefore = count(table().snapshots());
+    Catalog flaky = new UnknownOutcomeCatalog(catalog, false);
+    MergeResult r = new Merger(flaky, settings.table(), store, settings.options()).run();
+    assertEquals(2, r.commitAttempts());
+    assertEquals(snapshotsBefore + 1, count(table().snapshots()));
+    assertTableEqualsModel();
+  }
+
   private static long count(Iterable<?> it) {
     long n = 0;
     for (Object o : it) {

@@ -1,0 +1,137 @@
+package dev.ddb2iceberg.merger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.ConfigurationException;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.ProjectFiles;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The merger's Lambda handler: the inputs EventBridge sends, its output, and its errors. */
+@ExtendWith(S3ServerExtension.class)
+class MergerHandlerTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+  private final Map<String, String> env = new HashMap<>();
+  private EmbeddedS3Server server;
+
+  @BeforeEach
+  void setUp(EmbeddedS3Server server) {
+    this.server = server;
+    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+  }
+
+  private MergerHandler handler() {
+    MergerSettings settings = MergerSettings.from(new Environment(env));
+    return new MergerHandler(settings, settings.catalog().load(), server.newClient());
+  }
+
+  private void stageSomeChanges(int batches) {
+    MergerSettings settings = MergerSettings.from(new Environment(env));
+    BatchStager stager = new BatchStager(new StagingStore(server.newClient(), settings.staging()));
+    Workload w = new Workload(1, 50);
+    for (int i = 0; i < batches; i++) {
+      stager.stage(StreamEvents.batch(w.next(20)).getRecords());
+    }
+  }
+
+  private JsonNode invoke(MergerHandler handler, byte[] input) throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    handler.handleRequest(new ByteArrayInputStream(input), out, null);
+    return JSON.readTree(out.toByteArray());
+  }
+
+  @Test
+  void aScheduleRuleEventRunsAMergeAndReturnsItsSummary() throws Exception {
+    stageSomeChanges(2);
+    JsonNode result = invoke(handler(), Files.readAllBytes(ProjectFiles.event("merger-schedule.json")));
+    assertEquals(40, result.get("changesRead").asInt());
+    assertEquals(2, result.get("objectsApplied").asInt());
+    assertTrue(result.get("snapshotId").isNumber(), result.toString());
+    assertEquals(1, result.get("commitAttempts").asInt());
+    assertEquals(0, result.get("backlogObjects").asInt());
+  }
+
+  @Test
+  void theSchedulerPlainInputSetsTheRunsBound() throws Exception {
+    stageSomeChanges(3);
+    JsonNode result = invoke(handler(), "{\"maxChanges\": 30}".getBytes());
+    assertEquals(1, result.get("objectsApplied").asInt(), "20 changes fit under 30, 40 would not");
+    assertEquals(2, result.get("backlogObjects").asInt());
+    JsonNode sample = JSON.readTree(Files.readAllBytes(ProjectFiles.event("merger-scheduler-input.json")));
+    assertEquals(50000, sample.get("maxChanges").asInt(), "the sample input file is valid");
+    invoke(handler(), Files.readAllBytes(ProjectFiles.event("merger-scheduler-input.json")));
+  }
+
+  @Test
+  void anEmptyInputRunsWithTheConfiguredBounds() throws Exception {
+    JsonNode result = invoke(handler(), new byte[0]);
+    assertEquals(0, result.get("changesRead").asInt());
+    assertTrue(result.get("snapshotId").isNull());
+  }
+
+  @Test
+  void aStreamBatchSentToTheMergerIsRejectedWithTheReason() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> invoke(handler(), Files.readAllBytes(ProjectFiles.event("stager-batch.json"))));
+    assertTrue(e.getMessage().contains("batches go to the stager"), e.getMessage());
+  }
+
+  @Test
+  void unknownOrBadInputFieldsAreNamed() {
+    IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class,
+        () -> invoke(handler(), "{\"maxChangez\": 5}".getBytes()));
+    assertTrue(unknown.getMessage().contains("'maxChangez'"), unknown.getMessage());
+    IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+        () -> invoke(handler(), "{\"detail-type\": \"Scheduled Event\", \"detail\": {\"maxChanges\": -1}}".getBytes()));
+    assertTrue(bad.getMessage().contains("maxChanges=-1"), bad.getMessage());
+    IllegalArgumentException notJson = assertThrows(IllegalArgumentException.class,
+        () -> invoke(handler(), "{oops".getBytes()));
+    assertTrue(notJson.getMessage().contains("not JSON"), notJson.getMessage());
+  }
+
+  @Test
+  void badSettingsAreNamedAtColdStart() {
+    env.remove("TABLE_NAME");
+    assertSettingError("TABLE_NAME");
+    env.put("TABLE_NAME", "Orders");
+    assertSettingError("TABLE_NAME='Orders' must be lower-case");
+    env.put("TABLE_NAME", "orders");
+    env.put("CATALOG_TYPE", "hive");
+    assertSettingError("CATALOG_TYPE='hive'");
+    env.put("CATALOG_TYPE", "jdbc");
+    env.put("TABLE_FORMAT_VERSION", "4");
+    assertSettingError("TABLE_FORMAT_VERSION=4");
+    env.put("TABLE_FORMAT_VERSION", "2");
+    env.put("MAX_CHANGES_PER_RUN", "lots");
+    assertSettingError("MAX_CHANGES_PER_RUN='lots'");
+    env.put("MAX_CHANGES_PER_RUN", "10");
+    env.put("CATALOG_PROPERTIES", "a=b,nonsense");
+    assertSettingError("'nonsense'");
+  }
+
+  private void assertSettingError(String expected) {
+    ConfigurationException e = assertThrows(ConfigurationException.class, () -> MergerSettings.from(new Environment(env)));
+    assertTrue(e.getMessage().contains(expected), "expected '" + expected + "' in: " + e.getMessage());
+  }
+}
