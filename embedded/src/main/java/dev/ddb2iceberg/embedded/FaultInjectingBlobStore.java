@@ -3,7 +3,8 @@ package dev.ddb2iceberg.embedded;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.function.Predicate;
 import org.gaul.s3proxy.blobstore.BlobStore;
 import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
@@ -22,8 +23,9 @@ import software.amazon.awssdk.services.s3.model.PutObjectResponse;
  * Makes the embedded server fail chosen requests the way S3 can (an HTTP 503 to the client), so
  * tests see real SDK exceptions, real retries and real partial failures.
  *
- * <p>A rule fails every matching request from the n-th on: an outage that begins at a known point
- * and lasts until {@link #clear()}, so the SDK's own retries fail too.
+ * <p>A rule fails every request for the n-th and later distinct objects it sees: an outage that
+ * begins at a known object and lasts until {@link #clear()}. A retry of a request counts as the
+ * same object, so the SDK's own retries get the same answer and tests stay deterministic.
  */
 public final class FaultInjectingBlobStore extends ForwardingBlobStore {
   public enum Operation { PUT, GET, LIST, DELETE }
@@ -34,21 +36,34 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
     super(delegate);
   }
 
-  private record Rule(Operation operation, Predicate<String> keyMatches, int firstFailing, AtomicInteger seen) {}
+  private record Rule(Operation operation, Predicate<String> keyMatches, int firstFailing, Map<String, Integer> seen) {
+    /** The 1-based order in which this key was first seen. */
+    synchronized int order(String key) {
+      return seen.computeIfAbsent(key, k -> seen.size() + 1);
+    }
+  }
 
-  /** Fails the {@code n}-th (1-based) and every later {@code operation} on a key that matches. */
+  /** Fails {@code operation} on the {@code n}-th (1-based) and every later distinct key that matches. */
   public void failFrom(Operation operation, int n, Predicate<String> keyMatches) {
-    rule = new Rule(operation, keyMatches, n, new AtomicInteger());
+    if (n < 1) {
+      throw new IllegalArgumentException("n counts from 1");
+    }
+    rule = new Rule(operation, keyMatches, n, new HashMap<>());
   }
 
   public void failFrom(Operation operation, int n) {
     failFrom(operation, n, key -> true);
   }
 
-  /** How many requests the current rule has seen (failed or not). */
+  /** How many distinct objects the current rule has seen (failed or not). */
   public int seen() {
     Rule r = rule;
-    return r == null ? 0 : r.seen().get();
+    if (r == null) {
+      return 0;
+    }
+    synchronized (r) {
+      return r.seen().size();
+    }
   }
 
   public void clear() {
@@ -57,7 +72,7 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
 
   private void check(Operation op, String key) {
     Rule r = rule;
-    if (r != null && r.operation() == op && r.keyMatches().test(key) && r.seen().incrementAndGet() >= r.firstFailing()) {
+    if (r != null && r.operation() == op && r.keyMatches().test(key) && r.order(key) >= r.firstFailing()) {
       throw S3Exceptions.fromStatusCode(503); // "Service Unavailable", as S3 answers when it sheds load
     }
   }
