@@ -50,6 +50,11 @@ public final class EmbeddedS3Server implements AutoCloseable {
 
   /** A server that keeps objects as files under {@code directory} (one sub-folder per bucket). */
   public static EmbeddedS3Server onDisk(Path directory) {
+    try {
+      java.nio.file.Files.createDirectories(directory);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("cannot create the S3 data folder " + directory, e);
+    }
     return start(new FilesystemNio2BlobStore(directory.toAbsolutePath().toString()));
   }
 

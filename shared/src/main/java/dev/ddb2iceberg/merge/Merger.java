@@ -121,7 +121,10 @@ public final class Merger {
     Set<String> stillStaged = deleteApplied(alreadyApplied);
 
     // 2. A bounded slice, oldest first.
+    long tSlice = System.nanoTime();
     Slice slice = takeSlice(pending, pool);
+    LOG.info("Listed {} staged objects, read {} ({} changes) in {} ms", listed.size(), slice.objects.size(),
+        slice.changeCount(), (System.nanoTime() - tSlice) / 1_000_000);
     if (slice.objects.isEmpty()) {
       return result(start, slice, List.of(), 0, null, 0, null, alreadyApplied.size(), pending);
     }
@@ -270,6 +273,7 @@ public final class Merger {
       latest.merge(key, c, (a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b);
     }
 
+    long tFind = System.nanoTime();
     Snapshot base = table.currentSnapshot();
     LiveRowFinder.Found found = base == null
         ? new LiveRowFinder.Found(Map.of(), 0, 0)
@@ -296,9 +300,12 @@ public final class Merger {
       applied.add(c);
     }
 
+    long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
     List<DataFile> dataFiles = writer.writeRows(rows, keyOrder(table, layout));
+    long tDeletes = System.nanoTime();
     DeleteWriteResult deletes = writer.writeDeletes(toDelete);
+    long tCommit = System.nanoTime();
 
     Set<String> checkpointOut = new LinkedHashSet<>(tokens);
     checkpointOut.addAll(stillStaged);
@@ -332,8 +339,11 @@ public final class Merger {
     }
     table.refresh();
     Long snapshotId = table.currentSnapshot().snapshotId();
-    LOG.info("Committed snapshot {}: {} staged objects, {} upserts, {} deletes, {} stale changes skipped, read {} of {} data files",
-        snapshotId, tokens.size(), rows.size(), toDelete.size(), stale, found.filesRead(), found.filesInTable());
+    long tDone = System.nanoTime();
+    LOG.info("Committed snapshot {}: {} staged objects, {} upserts, {} deletes, {} stale changes skipped, read {} of {}"
+        + " data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}", snapshotId, tokens.size(),
+        rows.size(), toDelete.size(), stale, found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000,
+        (tDeletes - tWrite) / 1_000_000, (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
     return new Attempt(snapshotId, applied, stale, rows.size(), toDelete.size(), quarantined, appliedByOthers,
         found.filesRead(), found.filesInTable());
   }

@@ -1,0 +1,196 @@
+package dev.ddb2iceberg.benchmarks;
+
+import dev.ddb2iceberg.config.CatalogSettings;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.S3Settings;
+import dev.ddb2iceberg.config.StagingSettings;
+import dev.ddb2iceberg.config.TableSettings;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.MergeResult;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableCreator;
+import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.PartitionKey;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.FanoutDataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * Merge cost as the table grows: 100,000 mixed changes (70% updates of existing items, 10% new
+ * items, 20% deletes) merged in one run into a table of N rows, on the local stack (embedded S3
+ * server on disk, SQLite catalog). The table is bulk-written first, sorted by key within each
+ * bucket as compaction would leave it.
+ *
+ * <p>Run: {@code java -Xmx8g -cp ... dev.ddb2iceberg.benchmarks.MergeThroughput 1000000 10000000}
+ */
+public final class MergeThroughput {
+  private static final int CHANGES = 100_000;
+  private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
+
+  public static void main(String[] args) throws Exception {
+    long[] sizes = args.length == 0 ? new long[] {1_000_000L} : java.util.Arrays.stream(args).mapToLong(Long::parseLong).toArray();
+    Path dir = Files.createTempDirectory("merge-bench");
+    try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
+      server.createBucket("bench");
+      LocalStack stack = new LocalStack(server, "bench", dir);
+      List<double[]> results = new ArrayList<>();
+      for (long rows : sizes) {
+        results.add(new double[] {rows, run(stack, server, rows)});
+      }
+      System.out.println();
+      System.out.printf("%-12s %-14s %-14s%n", "table rows", "merge seconds", "changes/s");
+      for (double[] r : results) {
+        System.out.printf("%-12s %-14.2f %-14s%n", String.format("%,d", (long) r[0]), r[1], String.format("%,.0f", CHANGES / r[1]));
+      }
+      if (results.size() > 1) {
+        System.out.printf("time ratio largest/smallest: %.2f%n", results.get(results.size() - 1)[1] / results.get(0)[1]);
+      }
+    } finally {
+      deleteRecursively(dir);
+    }
+  }
+
+  private static double run(LocalStack stack, EmbeddedS3Server server, long rows) {
+    String name = "bench_" + rows;
+    Environment env = new Environment(stack.environment(name));
+    StagingSettings staging = new StagingSettings("bench", "staging-" + rows + "/", "quarantine/");
+    CatalogSettings catalogSettings = CatalogSettings.from(env, staging, S3Settings.from(env));
+    TableSettings tableSettings = TableSettings.from(env);
+    Catalog catalog = catalogSettings.load();
+    try {
+      return run(catalog, server, staging, tableSettings, rows);
+    } finally {
+      try {
+        ((java.io.Closeable) catalog).close();
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+  }
+
+  private static double run(Catalog catalog, EmbeddedS3Server server, StagingSettings staging,
+      TableSettings tableSettings, long rows) {
+    S3Client s3 = server.newClient();
+    StagingStore store = new StagingStore(s3, staging);
+
+    long t0 = System.nanoTime();
+    Table table = TableCreator.loadOrCreate(catalog,
+        org.apache.iceberg.catalog.TableIdentifier.of(tableSettings.namespace(), tableSettings.name()), tableSettings,
+        List.of(change(0, Operation.INSERT, 0, new Random(0))));
+    bulkLoad(table, rows);
+    System.out.printf("loaded %,d rows in %.1f s%n", rows, (System.nanoTime() - t0) / 1e9);
+
+    Random random = new Random(rows);
+    BatchStager stager = new BatchStager(store);
+    List<Change> batch = new ArrayList<>();
+    for (int i = 0; i < CHANGES; i++) {
+      int kind = random.nextInt(10);
+      long n = kind == 0 ? rows + i : (long) (random.nextDouble() * rows); // 10% new items
+      batch.add(change(n, kind < 8 ? (kind == 0 ? Operation.INSERT : Operation.MODIFY) : Operation.REMOVE, i + 1, random));
+      if (batch.size() == 10_000) {
+        stager.stage(StreamEvents.batch(batch).getRecords());
+        batch.clear();
+      }
+    }
+
+    MergeOptions options = new MergeOptions(CHANGES, 1L << 30, 3, 8);
+    // -Dbench.jfr=<file>: a JFR profile of the merge alone (not of the load), for `jfr view hot-methods`.
+    String jfr = System.getProperty("bench.jfr");
+    jdk.jfr.Recording recording = null;
+    if (jfr != null) {
+      try {
+        recording = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"));
+      } catch (java.io.IOException | java.text.ParseException e) {
+        throw new IllegalStateException(e);
+      }
+      recording.start();
+    }
+    long start = System.nanoTime();
+    MergeResult result = new Merger(catalog, tableSettings, store, options).run();
+    double seconds = (System.nanoTime() - start) / 1e9;
+    if (recording != null) {
+      recording.stop();
+      try {
+        recording.dump(Path.of(jfr.replace(".jfr", "") + "-" + rows + ".jfr"));
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+    System.out.printf("%,d rows: %s%n", rows, result);
+    return seconds;
+  }
+
+  /** Item n: partition key cust-(n/10), sort key n, and ~600 bytes of attributes. */
+  static Change change(long n, Operation op, long seqOffset, Random random) {
+    Map<String, DdbValue> keys = new LinkedHashMap<>();
+    keys.put("pk", new DdbValue.S(String.format("cust-%09d", n / 10)));
+    keys.put("sk", new DdbValue.N(Long.toString(n)));
+    String seq = Long.toString(SEQ_BASE + seqOffset);
+    if (op == Operation.REMOVE) {
+      return new Change(keys, op, null, seq, 1_764_460_800_000L, false);
+    }
+    Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+    image.put("status", new DdbValue.S(new String[] {"PLACED", "PAID", "SHIPPED"}[random.nextInt(3)]));
+    image.put("total_cents", new DdbValue.N(Integer.toString(random.nextInt(1_000_000))));
+    image.put("gift", new DdbValue.Bool(random.nextBoolean()));
+    StringBuilder note = new StringBuilder();
+    while (note.length() < 500) {
+      note.append(Long.toString(random.nextLong(), 36)).append(' ');
+    }
+    image.put("note", new DdbValue.S(note.toString()));
+    return new Change(keys, op, image, seq, 1_764_460_800_000L, false);
+  }
+
+  /** Writes rows 0..n-1 in key order (so sorted within each bucket) and appends them in one commit. */
+  private static void bulkLoad(Table table, long n) {
+    TableLayout layout = TableLayout.of(table);
+    PartitionKey partition = new PartitionKey(table.spec(), table.schema());
+    InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+    GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, 1).format(FileFormat.PARQUET).build();
+    FanoutDataWriter<Record> writer = new FanoutDataWriter<>(writers, files, table.io(), 128L << 20);
+    Random random = new Random(n);
+    try (writer) {
+      for (long i = 0; i < n; i++) {
+        // Every row has its own (older) sequence number, as rows written by past changes do.
+        Record row = layout.toRow(change(i, Operation.INSERT, i - n, random));
+        partition.partition(wrapper.wrap(row));
+        writer.write(row, table.spec(), partition);
+      }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    AppendFiles append = table.newAppend();
+    writer.result().dataFiles().forEach(append::appendFile);
+    append.commit();
+  }
+
+  private static void deleteRecursively(Path dir) throws IOException {
+    try (var paths = Files.walk(dir)) {
+      paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+  }
+}
