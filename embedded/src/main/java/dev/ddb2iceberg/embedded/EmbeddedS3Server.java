@@ -27,12 +27,12 @@ public final class EmbeddedS3Server implements AutoCloseable {
   private final FaultInjectingBlobStore faults;
   private final URI endpoint;
 
-  private EmbeddedS3Server(BlobStore store) throws Exception {
+  private EmbeddedS3Server(BlobStore store, int port) throws Exception {
     this.faults = new FaultInjectingBlobStore(store);
     this.proxy = S3Proxy.builder()
         .blobStore(faults)
         .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
-        .endpoint(URI.create("http://127.0.0.1:0"))
+        .endpoint(URI.create("http://127.0.0.1:" + port))
         .ignoreUnknownHeaders(true)
         .stopTimeout(0)
         .build();
@@ -45,22 +45,27 @@ public final class EmbeddedS3Server implements AutoCloseable {
 
   /** A server that keeps objects in memory; they are gone when it stops. */
   public static EmbeddedS3Server inMemory() {
-    return start(new TransientNio2BlobStore());
+    return start(new TransientNio2BlobStore(), 0);
   }
 
   /** A server that keeps objects as files under {@code directory} (one sub-folder per bucket). */
   public static EmbeddedS3Server onDisk(Path directory) {
+    return onDisk(directory, 0);
+  }
+
+  /** As {@link #onDisk(Path)}, on a given port (0 for any free one). */
+  public static EmbeddedS3Server onDisk(Path directory, int port) {
     try {
       java.nio.file.Files.createDirectories(directory);
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException("cannot create the S3 data folder " + directory, e);
     }
-    return start(new FilesystemNio2BlobStore(directory.toAbsolutePath().toString()));
+    return start(new FilesystemNio2BlobStore(directory.toAbsolutePath().toString()), port);
   }
 
-  private static EmbeddedS3Server start(BlobStore store) {
+  private static EmbeddedS3Server start(BlobStore store, int port) {
     try {
-      return new EmbeddedS3Server(store);
+      return new EmbeddedS3Server(store, port);
     } catch (RuntimeException e) {
       throw e;
     } catch (Exception e) {
@@ -91,6 +96,15 @@ public final class EmbeddedS3Server implements AutoCloseable {
   public void createBucket(String bucket) {
     try (S3Client s3 = newClient()) {
       s3.createBucket(b -> b.bucket(bucket));
+    }
+  }
+
+  /** Creates the bucket unless it is already there (a restarted on-disk server keeps its buckets). */
+  public void ensureBucket(String bucket) {
+    try (S3Client s3 = newClient()) {
+      if (s3.listBuckets().buckets().stream().noneMatch(b -> b.name().equals(bucket))) {
+        s3.createBucket(b -> b.bucket(bucket));
+      }
     }
   }
 

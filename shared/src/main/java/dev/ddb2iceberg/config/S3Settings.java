@@ -1,7 +1,11 @@
 package dev.ddb2iceberg.config;
 
 import java.net.URI;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -10,7 +14,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * How to reach S3. In AWS only the region matters (Lambda sets AWS_REGION); locally
  * S3_ENDPOINT points at the embedded S3-compatible server, addressed path-style.
  */
-public record S3Settings(String region, URI endpoint, boolean pathStyle) {
+public record S3Settings(String region, URI endpoint, boolean pathStyle, AwsCredentialsProvider credentials) {
 
   public static S3Settings from(Environment env) {
     String endpoint = env.optional("S3_ENDPOINT", "");
@@ -25,7 +29,24 @@ public record S3Settings(String region, URI endpoint, boolean pathStyle) {
         throw new ConfigurationException("Environment variable S3_ENDPOINT='" + endpoint + "' is not a URL such as http://127.0.0.1:9000.");
       }
     }
-    return new S3Settings(env.optional("AWS_REGION", "us-east-1"), uri, env.bool("S3_PATH_STYLE", uri != null));
+    return new S3Settings(env.optional("AWS_REGION", "us-east-1"), uri, env.bool("S3_PATH_STYLE", uri != null),
+        credentials(env));
+  }
+
+  /**
+   * Credentials from the given environment's AWS_ACCESS_KEY_ID etc. (which is what Lambda sets and
+   * what the local runtime passes in), else the SDK's default chain.
+   */
+  private static AwsCredentialsProvider credentials(Environment env) {
+    String key = env.optional("AWS_ACCESS_KEY_ID", "");
+    String secret = env.optional("AWS_SECRET_ACCESS_KEY", "");
+    if (key.isEmpty() || secret.isEmpty()) {
+      return DefaultCredentialsProvider.builder().build();
+    }
+    String token = env.optional("AWS_SESSION_TOKEN", "");
+    return StaticCredentialsProvider.create(token.isEmpty()
+        ? AwsBasicCredentials.create(key, secret)
+        : AwsSessionCredentials.create(key, secret, token));
   }
 
   /** A client with the URL-connection HTTP client, which starts faster in Lambda than Apache's. */
@@ -33,7 +54,7 @@ public record S3Settings(String region, URI endpoint, boolean pathStyle) {
     var builder = S3Client.builder()
         .region(Region.of(region))
         .httpClient(UrlConnectionHttpClient.create())
-        .credentialsProvider(DefaultCredentialsProvider.builder().build())
+        .credentialsProvider(credentials)
         .forcePathStyle(pathStyle);
     if (endpoint != null) {
       builder.endpointOverride(endpoint);

@@ -37,6 +37,11 @@ public final class MergerHandler implements RequestStreamHandler {
     this(MergerSettings.from(Environment.system()));
   }
 
+  /** Used by the local runtime, which passes the environment a Lambda would have. */
+  public MergerHandler(Environment env) {
+    this(MergerSettings.from(env));
+  }
+
   public MergerHandler(MergerSettings settings) {
     this(settings, settings.catalog().load(), settings.s3().newClient());
   }

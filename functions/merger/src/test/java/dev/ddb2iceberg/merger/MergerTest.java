@@ -20,6 +20,7 @@ import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.workload.ExpectedTable;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -62,7 +63,7 @@ class MergerTest {
   private S3Client s3;
   private StagingStore store;
   private BatchStager stager;
-  private final SourceTableModel model = new SourceTableModel();
+  private final ExpectedTable model = new ExpectedTable();
   private final Map<String, String> env = new HashMap<>();
 
   @BeforeEach
@@ -112,8 +113,8 @@ class MergerTest {
   private void assertTableEqualsModel() {
     var expected = model.items();
     var actual = TableItems.read(table());
-    assertEquals(expected.size(), actual.size(), () -> "row count; " + SourceTableModel.diff(expected, actual));
-    assertTrue(expected.equals(actual), () -> SourceTableModel.diff(expected, actual));
+    assertEquals(expected.size(), actual.size(), () -> "row count; " + ExpectedTable.diff(expected, actual));
+    assertTrue(expected.equals(actual), () -> ExpectedTable.diff(expected, actual));
   }
 
   private List<String> stagedKeys() {

@@ -27,6 +27,11 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
     this(StagerSettings.from(Environment.system()));
   }
 
+  /** Used by the local runtime, which passes the environment a Lambda would have. */
+  public StagerHandler(Environment env) {
+    this(StagerSettings.from(env));
+  }
+
   public StagerHandler(StagerSettings settings) {
     this(settings, settings.s3().newClient());
   }

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.workload;
 
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
@@ -12,18 +12,19 @@ import java.util.Map;
 
 /**
  * What the DynamoDB table holds after a set of changes: each key's change with the highest
- * sequence number decides whether the item exists and what it is. The table must equal this.
+ * sequence number decides whether the item exists and what it is. Tests and the local demo check
+ * the Iceberg table against it.
  */
-final class SourceTableModel {
+public final class ExpectedTable {
   private final Map<Map<String, DdbValue>, Change> latest = new HashMap<>();
 
-  void apply(Collection<Change> changes) {
+  public void apply(Collection<Change> changes) {
     for (Change c : changes) {
       latest.merge(c.keys(), c, (a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b);
     }
   }
 
-  Map<Map<String, DdbValue>, Map<String, DdbValue>> items() {
+  public Map<Map<String, DdbValue>, Map<String, DdbValue>> items() {
     Map<Map<String, DdbValue>, Map<String, DdbValue>> out = new LinkedHashMap<>();
     latest.forEach((k, c) -> {
       if (c.newImage() != null) {
@@ -34,7 +35,7 @@ final class SourceTableModel {
   }
 
   /** A readable account of how two item sets differ, for assertion messages. */
-  static String diff(Map<Map<String, DdbValue>, Map<String, DdbValue>> expected,
+  public static String diff(Map<Map<String, DdbValue>, Map<String, DdbValue>> expected,
       Map<Map<String, DdbValue>, Map<String, DdbValue>> actual) {
     List<String> lines = new ArrayList<>();
     for (var e : expected.entrySet()) {

@@ -1,0 +1,199 @@
+package dev.ddb2iceberg.local;
+
+import com.amazonaws.services.lambda.runtime.RequestHandler;
+import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
+import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.CatalogSettings;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.S3Settings;
+import dev.ddb2iceberg.config.StagingSettings;
+import dev.ddb2iceberg.config.TableSettings;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbJson;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code demo}: the whole pipeline on a generated workload. An embedded S3 server and an SQLite
+ * catalog start in a work folder; the stream is fed to the stager in Lambda-sized batches, shard by
+ * shard; the merger runs once per simulated minute; then the table is read back as a query engine
+ * would and checked against the source table the workload describes.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+    description = "Runs the whole pipeline locally on a generated workload and checks the result.")
+final class DemoCommand implements Callable<Integer> {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String MARKER = ".ddb2iceberg-demo";
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(names = "--items", defaultValue = "2000", description = "distinct items (default: ${DEFAULT-VALUE})")
+  int items;
+
+  @Option(names = "--changes", defaultValue = "20000", description = "stream records in all (default: ${DEFAULT-VALUE})")
+  int changes;
+
+  @Option(names = "--minutes", defaultValue = "10", description = "simulated minutes, one merge each (default: ${DEFAULT-VALUE})")
+  int minutes;
+
+  @Option(names = "--batch-size", defaultValue = "100", description = "records per stager invocation (default: ${DEFAULT-VALUE})")
+  int batchSize;
+
+  @Option(names = "--seed", defaultValue = "1", description = "workload seed (default: ${DEFAULT-VALUE})")
+  long seed;
+
+  @Option(names = "--work-dir", defaultValue = ".local/demo", description = "work folder, emptied first (default: ${DEFAULT-VALUE})")
+  Path workDir;
+
+  @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", description = "the SAM template (default: ${DEFAULT-VALUE})")
+  Path template;
+
+  @Override
+  @SuppressWarnings("unchecked")
+  public Integer call() throws Exception {
+    if (items < 1 || changes < 1 || minutes < 1 || batchSize < 1) {
+      throw new UserError("--items, --changes, --minutes and --batch-size must be at least 1");
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    // The functions log every batch and merge; the demo shows progress instead (unless asked otherwise).
+    if (System.getProperty("org.slf4j.simpleLogger.log.dev.ddb2iceberg") == null) {
+      System.setProperty("org.slf4j.simpleLogger.log.dev.ddb2iceberg", "warn");
+    }
+    SamTemplate sam = SamTemplate.read(template);
+    prepare(workDir);
+    out.printf("Demo: %,d changes to %,d items over %d simulated minutes (seed %d), in %s%n", changes, items, minutes,
+        seed, workDir);
+    long started = System.nanoTime();
+    try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(workDir.resolve("s3"))) {
+      server.ensureBucket("demo");
+      Map<String, String> env = new LocalStack(server, "demo", workDir).environment("demo_orders");
+      out.println("S3 endpoint " + server.endpoint() + ", catalog " + env.get("CATALOG_URI"));
+      RequestHandler<DynamodbEvent, StreamsEventResponse> stager =
+          (RequestHandler<DynamodbEvent, StreamsEventResponse>) LocalInvoker.newHandler(
+              sam.function("Stager").handler(), with(sam.function("Stager").environment(), env));
+      Object merger = LocalInvoker.newHandler(sam.function("Merger").handler(), with(sam.function("Merger").environment(), env));
+      LocalContext context = new LocalContext("demo", 1024, 300);
+
+      DemoWorkload workload = new DemoWorkload(seed, items);
+      ExpectedTable expected = new ExpectedTable();
+      int staged = 0;
+      for (int minute = 1; minute <= minutes; minute++) {
+        int count = changes / minutes + (minute <= changes % minutes ? 1 : 0);
+        int batches = 0;
+        for (DemoWorkload.ShardChanges shard : workload.minute(count, changes)) {
+          List<Change> all = shard.changes();
+          for (int i = 0; i < all.size(); i += batchSize) {
+            List<Change> batch = all.subList(i, Math.min(all.size(), i + batchSize));
+            StreamsEventResponse response = stager.handleRequest(StreamEvents.batch(batch), context);
+            if (!response.getBatchItemFailures().isEmpty()) {
+              throw new IllegalStateException("the stager reported failures: " + response.getBatchItemFailures());
+            }
+            expected.apply(batch);
+            batches++;
+          }
+        }
+        staged += count;
+        JsonNode merged = JSON.readTree(LocalInvoker.invoke(merger, "{}".getBytes(), context));
+        out.printf("minute %2d/%d  staged %,6d records in %3d batches  merged %,6d changes (%,d upserts, %,d deletes)"
+            + " in %,5d ms%n", minute, minutes, count, batches, merged.path("changesRead").asLong(),
+            merged.path("upserts").asLong(), merged.path("deletes").asLong(), merged.path("millis").asLong());
+        out.flush();
+      }
+      return report(out, env, expected, staged, started);
+    }
+  }
+
+  private int report(PrintWriter out, Map<String, String> envMap, ExpectedTable expected, int staged, long started)
+      throws IOException {
+    Environment env = new Environment(envMap);
+    StagingSettings staging = StagingSettings.from(env);
+    TableSettings tableSettings = TableSettings.from(env);
+    Catalog catalog = CatalogSettings.from(env, staging, S3Settings.from(env)).load();
+    try {
+      Table table = catalog.loadTable(TableIdentifier.of(tableSettings.namespace(), tableSettings.name()));
+      var actual = TableItems.read(table);
+      var wanted = expected.items();
+      Snapshot current = table.currentSnapshot();
+      Map<String, String> summary = current.summary();
+      out.println();
+      out.printf("What a query of %s.%s sees:%n", tableSettings.namespace(), tableSettings.name());
+      out.printf("  %,d rows; columns %s%n", actual.size(),
+          table.schema().columns().stream().map(f -> f.name() + " " + f.type()).toList());
+      actual.values().stream().limit(3).forEach(item -> out.println("  " + abbreviate(DdbJson.writeItem(item))));
+      out.printf("  %s data files, %s delete files (%s position deletes), %s bytes; %d snapshots%n",
+          summary.get("total-data-files"), summary.get("total-delete-files"), summary.get("total-position-deletes"),
+          summary.get("total-files-size"), count(table.snapshots()));
+      out.printf("Source table after %,d stream records: %,d items%n", staged, wanted.size());
+      out.printf("Done in %.1f s%n", (System.nanoTime() - started) / 1e9);
+      if (!wanted.equals(actual)) {
+        out.println("MISMATCH: the Iceberg table differs from the source table: " + ExpectedTable.diff(wanted, actual));
+        return 1;
+      }
+      out.println("OK: the Iceberg table equals the source table, item for item, value for value.");
+      return 0;
+    } finally {
+      if (catalog instanceof Closeable c) {
+        c.close();
+      }
+    }
+  }
+
+  private static Map<String, String> with(Map<String, String> template, Map<String, String> local) {
+    Map<String, String> env = new LinkedHashMap<>(template);
+    env.putAll(local);
+    return env;
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 160 ? s : s.substring(0, 157) + "...";
+  }
+
+  private static long count(Iterable<?> it) {
+    long n = 0;
+    for (Object ignored : it) {
+      n++;
+    }
+    return n;
+  }
+
+  /** Empties the work folder, refusing one this command did not create. */
+  private static void prepare(Path dir) throws IOException {
+    if (Files.exists(dir)) {
+      boolean ours = Files.exists(dir.resolve(MARKER));
+      try (Stream<Path> entries = Files.list(dir)) {
+        if (!ours && entries.findAny().isPresent()) {
+          throw new UserError("work folder " + dir + " is not empty and was not made by the demo; pick another with --work-dir");
+        }
+      }
+      try (Stream<Path> all = Files.walk(dir)) {
+        all.sorted(Comparator.reverseOrder()).filter(p -> !p.equals(dir)).forEach(p -> p.toFile().delete());
+      }
+    }
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve(MARKER), "work folder of ./ddb2iceberg demo; emptied on every run\n");
+  }
+}

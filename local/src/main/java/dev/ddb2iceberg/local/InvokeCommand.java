@@ -1,0 +1,144 @@
+package dev.ddb2iceberg.local;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code invoke <LogicalId> -e event.json [--env-vars env.json]}: like {@code sam local invoke}. */
+@Command(name = "invoke", mixinStandardHelpOptions = true,
+    description = "Runs one function of template.yaml on an event file, in this process, like `sam local invoke`."
+        + " Logs go to stderr, the response to stdout.")
+final class InvokeCommand implements Callable<Integer> {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Parameters(index = "0", paramLabel = "LogicalId", description = "the function's logical id in the template, e.g. Stager")
+  String logicalId;
+
+  @Option(names = {"-e", "--event"}, required = true, paramLabel = "FILE", description = "JSON event file")
+  Path event;
+
+  @Option(names = {"-n", "--env-vars"}, paramLabel = "FILE",
+      description = "JSON environment overrides, in sam's shape: {\"Parameters\": {...}, \"<LogicalId>\": {...}}")
+  Path envVars;
+
+  @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", paramLabel = "FILE",
+      description = "the SAM template (default: ${DEFAULT-VALUE})")
+  Path template;
+
+  @Override
+  public Integer call() throws IOException {
+    SamTemplate.Function function = SamTemplate.read(template).function(logicalId);
+    if (!Files.isRegularFile(event)) {
+      throw new UserError("event file " + event + " not found");
+    }
+    byte[] eventBytes = Files.readAllBytes(event);
+    Map<String, String> env = environment(function);
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    LocalContext context = new LocalContext(logicalId, 1024, 300);
+    err.println("START RequestId: " + context.getAwsRequestId() + " Function: " + logicalId + " (" + function.handler() + ")");
+    long start = System.nanoTime();
+    int exit = 0;
+    // The function's own log lines (written to System.err) go where this command's errors go.
+    PrintStream realErr = System.err;
+    System.setErr(new PrintStream(new LineForwarder(err), true, StandardCharsets.UTF_8));
+    try {
+      Object handler = LocalInvoker.newHandler(function.handler(), env);
+      byte[] response = LocalInvoker.invoke(handler, eventBytes, context);
+      out.println(new String(response, StandardCharsets.UTF_8));
+    } catch (UserError e) {
+      throw e;
+    } catch (Exception e) {
+      // What Lambda returns for a function error.
+      ObjectNode error = JSON.createObjectNode();
+      error.put("errorMessage", e.getMessage());
+      error.put("errorType", e.getClass().getName());
+      out.println(error);
+      err.println("Error: " + LocalInvoker.rootMessage(e));
+      exit = 1;
+    } finally {
+      System.err.flush();
+      System.setErr(realErr);
+    }
+    err.printf("END RequestId: %s Duration: %.0f ms%n", context.getAwsRequestId(), (System.nanoTime() - start) / 1e6);
+    return exit;
+  }
+
+  /** Bytes to a writer, a line at a time (so multi-byte characters are decoded whole). */
+  private static final class LineForwarder extends OutputStream {
+    private final PrintWriter target;
+    private final ByteArrayOutputStream line = new ByteArrayOutputStream();
+
+    LineForwarder(PrintWriter target) {
+      this.target = target;
+    }
+
+    @Override
+    public synchronized void write(int b) {
+      line.write(b);
+      if (b == '\n') {
+        flush();
+      }
+    }
+
+    @Override
+    public synchronized void flush() {
+      if (line.size() > 0) {
+        target.print(line.toString(StandardCharsets.UTF_8));
+        target.flush();
+        line.reset();
+      }
+    }
+  }
+
+  /** Host's region and credentials, then the template's variables, then the env-vars file. */
+  private Map<String, String> environment(SamTemplate.Function function) throws IOException {
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("AWS_REGION", System.getenv().getOrDefault("AWS_REGION", "us-east-1"));
+    for (String name : new String[] {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}) {
+      if (System.getenv(name) != null) {
+        env.put(name, System.getenv(name));
+      }
+    }
+    env.putAll(function.environment());
+    if (envVars != null) {
+      if (!Files.isRegularFile(envVars)) {
+        throw new UserError("env-vars file " + envVars + " not found");
+      }
+      JsonNode root;
+      try {
+        root = JSON.readTree(envVars.toFile());
+      } catch (IOException e) {
+        throw new UserError("env-vars file " + envVars + " is not JSON: " + e.getMessage());
+      }
+      addAll(env, root.path("Parameters"));
+      addAll(env, root.path(function.logicalId()));
+    }
+    return env;
+  }
+
+  private static void addAll(Map<String, String> env, JsonNode vars) {
+    for (Iterator<Map.Entry<String, JsonNode>> it = vars.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      env.put(e.getKey(), e.getValue().asText());
+    }
+  }
+}

@@ -1,0 +1,79 @@
+package dev.ddb2iceberg.local;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code up}: the local S3-compatible server and catalog, running until Ctrl-C. */
+@Command(name = "up", mixinStandardHelpOptions = true,
+    description = "Starts the embedded S3-compatible server and the SQLite catalog and keeps them running, so"
+        + " functions can be invoked against them and Spark or other tools can read the table.")
+final class UpCommand implements Callable<Integer> {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(names = "--work-dir", defaultValue = ".local", description = "where S3 objects and the catalog live (default: ${DEFAULT-VALUE})")
+  Path workDir;
+
+  @Option(names = "--port", defaultValue = "9321", description = "S3 endpoint port on 127.0.0.1 (default: ${DEFAULT-VALUE})")
+  int port;
+
+  @Option(names = "--bucket", defaultValue = "local", description = "the bucket (default: ${DEFAULT-VALUE})")
+  String bucket;
+
+  @Option(names = "--table", defaultValue = "orders", description = "the Iceberg table name (default: ${DEFAULT-VALUE})")
+  String table;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    Files.createDirectories(workDir);
+    EmbeddedS3Server server;
+    try {
+      server = EmbeddedS3Server.onDisk(workDir.resolve("s3"), port);
+    } catch (RuntimeException e) {
+      throw new UserError("cannot start the S3 server on 127.0.0.1:" + port + " (" + LocalInvoker.rootMessage(e)
+          + "); is another one running? Use --port to pick another.");
+    }
+    server.ensureBucket(bucket);
+    Map<String, String> env = new LocalStack(server, bucket, workDir).environment(table);
+    Path envFile = workDir.resolve("env-vars.json");
+    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(envFile.toFile(), Map.of("Parameters", env));
+    out.println("S3 endpoint     " + server.endpoint() + "  (path-style, region " + EmbeddedS3Server.REGION + ")");
+    out.println("credentials     " + EmbeddedS3Server.ACCESS_KEY + " / " + EmbeddedS3Server.SECRET_KEY);
+    out.println("bucket          " + bucket);
+    out.println("catalog         " + env.get("CATALOG_URI") + "  (Iceberg JdbcCatalog, jdbc.schema-version=V1)");
+    out.println("warehouse       " + env.get("CATALOG_WAREHOUSE"));
+    out.println("table           " + env.get("TABLE_NAMESPACE") + "." + table);
+    out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n " + envFile);
+    out.println();
+    out.println("Spark: --conf spark.sql.catalog.local=org.apache.iceberg.spark.SparkCatalog"
+        + " --conf spark.sql.catalog.local.type=jdbc --conf spark.sql.catalog.local.uri=" + env.get("CATALOG_URI")
+        + " --conf spark.sql.catalog.local.jdbc.schema-version=V1"
+        + " --conf spark.sql.catalog.local.warehouse=" + env.get("CATALOG_WAREHOUSE")
+        + " --conf spark.sql.catalog.local.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
+        + " --conf spark.sql.catalog.local.s3.endpoint=" + server.endpoint()
+        + " --conf spark.sql.catalog.local.s3.path-style-access=true"
+        + " --conf spark.sql.catalog.local.s3.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
+        + " --conf spark.sql.catalog.local.s3.secret-access-key=" + EmbeddedS3Server.SECRET_KEY
+        + " --conf spark.sql.catalog.local.client.region=" + EmbeddedS3Server.REGION);
+    out.println();
+    out.println("Running; press Ctrl-C to stop.");
+    out.flush();
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }));
+    stopped.await();
+    return 0;
+  }
+}

@@ -1,0 +1,120 @@
+package dev.ddb2iceberg.local;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.ProjectFiles;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code invoke} on the sample events, as a user runs it: the template's handlers, the env-vars
+ * file's settings pointing at a real (embedded) S3 server and SQLite catalog.
+ */
+@ExtendWith(S3ServerExtension.class)
+class InvokeCommandTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+  private Path envVars;
+
+  record Run(int exit, String out, String err) {}
+
+  @BeforeEach
+  void setUp(EmbeddedS3Server server) throws Exception {
+    Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+    envVars = dir.resolve("env.json");
+    JSON.writeValue(envVars.toFile(), Map.of("Parameters", env));
+  }
+
+  private Run run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    String[] all = new String[args.length + 2];
+    System.arraycopy(args, 0, all, 0, args.length);
+    all[args.length] = "-t";
+    all[args.length + 1] = ProjectFiles.root().resolve("template.yaml").toString();
+    int exit = Main.execute(new PrintWriter(out, true), new PrintWriter(err, true), all);
+    return new Run(exit, out.toString(), err.toString());
+  }
+
+  private Run invoke(String function, String event) {
+    return run("invoke", function, "-e", ProjectFiles.event(event).toString(), "-n", envVars.toString());
+  }
+
+  @Test
+  void stagerThenMergerOnTheSampleEventsGiveTheDocumentedResponses() throws Exception {
+    Run staged = invoke("Stager", "stager-batch.json");
+    assertEquals(0, staged.exit(), staged.err());
+    assertEquals(JSON.readTree("{\"batchItemFailures\":[]}"), JSON.readTree(staged.out()));
+    assertTrue(staged.err().contains("START RequestId") && staged.err().contains("END RequestId"), staged.err());
+
+    Run poison = invoke("Stager", "stager-poison.json");
+    assertEquals(0, poison.exit(), poison.err());
+    assertEquals(JSON.readTree("{\"batchItemFailures\":[]}"), JSON.readTree(poison.out()));
+    assertTrue(poison.err().contains("Quarantined record"), "the function's log is shown: " + poison.err());
+
+    Run ttl = invoke("Stager", "stager-ttl-removal.json");
+    assertEquals(0, ttl.exit(), ttl.err());
+
+    Run merged = invoke("Merger", "merger-schedule.json");
+    assertEquals(0, merged.exit(), merged.err());
+    JsonNode result = JSON.readTree(merged.out());
+    assertEquals(5 + 2 + 1, result.get("changesRead").asInt(), merged.out());
+    assertEquals(3, result.get("objectsApplied").asInt());
+    assertTrue(result.get("snapshotId").isNumber());
+
+    Run again = invoke("Merger", "merger-scheduler-input.json");
+    assertEquals(0, again.exit(), again.err());
+    assertEquals(0, JSON.readTree(again.out()).get("changesRead").asInt(), "nothing left to merge");
+  }
+
+  @Test
+  void anUnknownLogicalIdIsAOneLineErrorNamingTheFunctions() {
+    Run r = invoke("Stagr", "stager-batch.json");
+    assertEquals(2, r.exit());
+    assertEquals("Error: no function 'Stagr' in " + ProjectFiles.root().resolve("template.yaml")
+        + "; its functions are [Stager, Merger]", r.err().strip());
+  }
+
+  @Test
+  void aMissingEventFileIsAOneLineError() {
+    Run r = run("invoke", "Stager", "-e", "events/nope.json", "-n", envVars.toString());
+    assertEquals(2, r.exit());
+    assertEquals("Error: event file events/nope.json not found", r.err().strip());
+  }
+
+  @Test
+  void anEventOfTheWrongTypeIsAFunctionErrorWithAClearMessage() throws Exception {
+    Run r = invoke("Stager", "merger-schedule.json");
+    assertEquals(1, r.exit());
+    String lastLine = r.err().strip().lines().reduce((a, b) -> b).orElse("");
+    assertTrue(r.err().contains("Error: The stager was invoked with an event that is not a DynamoDB Streams batch"), r.err());
+    assertTrue(lastLine.startsWith("END RequestId"), lastLine);
+    assertEquals("java.lang.IllegalArgumentException", JSON.readTree(r.out()).get("errorType").asText());
+
+    Run merger = invoke("Merger", "stager-batch.json");
+    assertEquals(1, merger.exit());
+    assertTrue(merger.err().contains("batches go to the stager"), merger.err());
+  }
+
+  @Test
+  void anEventThatIsNotJsonIsAOneLineError() throws Exception {
+    Path bad = dir.resolve("bad.json");
+    java.nio.file.Files.writeString(bad, "{\"Records\": [");
+    Run r = run("invoke", "Stager", "-e", bad.toString(), "-n", envVars.toString());
+    assertEquals(2, r.exit(), r.err());
+    assertTrue(r.err().strip().lines().anyMatch(l -> l.startsWith("Error: the event is not a valid DynamodbEvent")), r.err());
+  }
+}
