@@ -32,20 +32,23 @@ public final class BatchStager {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final StagingStore store;
+  /** Why the last write failed, for the result (a stager instance handles one batch at a time). */
+  private String lastFailure;
 
   public BatchStager(StagingStore store) {
     this.store = store;
   }
 
   /** What happened to a batch. */
-  public record Result(
-      int records, int staged, int quarantined, StagedObjectName stagedObject, String firstFailedSequenceNumber) {
+  public record Result(int records, int staged, int quarantined, StagedObjectName stagedObject,
+      String firstFailedSequenceNumber, String failure) {
     public boolean complete() {
       return firstFailedSequenceNumber == null;
     }
   }
 
   public Result stage(List<? extends Record> records) {
+    lastFailure = null;
     List<Change> good = new ArrayList<>(records.size());
     int quarantined = 0;
     int cutoff = records.size(); // index of the first record that could not be quarantined
@@ -58,6 +61,7 @@ public final class BatchStager {
           quarantine(record, poison.getMessage());
           quarantined++;
         } catch (SdkException | UncheckedIOException e) {
+          lastFailure = "could not quarantine record " + describe(record) + ": " + e;
           LOG.warn("Could not quarantine record {}; stopping the batch there: {}", describe(record), e.toString());
           cutoff = i;
           break;
@@ -75,20 +79,20 @@ public final class BatchStager {
       if (!good.isEmpty()) {
         name = putBatchOrNull(good);
         if (name == null) {
-          return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber());
+          return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber(), lastFailure);
         }
       }
-      return new Result(records.size(), good.size(), quarantined, name, resumeAt);
+      return new Result(records.size(), good.size(), quarantined, name, resumeAt, lastFailure);
     }
     if (good.isEmpty()) {
-      return new Result(records.size(), 0, quarantined, null, null);
+      return new Result(records.size(), 0, quarantined, null, null, lastFailure);
     }
     StagedObjectName name = putBatchOrNull(good);
     if (name == null) {
       // Quarantined records before the first good one are durable; resume at the first good one.
-      return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber());
+      return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber(), lastFailure);
     }
-    return new Result(records.size(), good.size(), quarantined, name, null);
+    return new Result(records.size(), good.size(), quarantined, name, null, lastFailure);
   }
 
   private static byte[] bytes(ObjectNode node) {
@@ -103,6 +107,7 @@ public final class BatchStager {
     try {
       return store.putBatch(changes);
     } catch (SdkException | UncheckedIOException e) {
+      lastFailure = "could not stage " + changes.size() + " changes: " + e;
       LOG.warn("Could not stage {} changes from {}: {}", changes.size(), changes.get(0).sequenceNumber(), e.toString());
       return null;
     }

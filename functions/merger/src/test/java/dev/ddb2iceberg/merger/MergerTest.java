@@ -98,7 +98,7 @@ class MergerTest {
 
   private void stage(List<Change> changes) {
     BatchStager.Result r = stager.stage(StreamEvents.batch(changes).getRecords());
-    assertTrue(r.complete(), "staging failed at " + r.firstFailedSequenceNumber());
+    assertTrue(r.complete(), "staging failed at " + r.firstFailedSequenceNumber() + ": " + r.failure());
     model.apply(changes);
   }
 
