@@ -40,8 +40,8 @@ import picocli.CommandLine.Option;
 /**
  * {@code demo}: the whole pipeline on a generated workload. An embedded S3 server and an SQLite
  * catalog start in a work folder; the stream is fed to the stager in Lambda-sized batches, shard by
- * shard; the merger runs once per simulated minute; then the table is read back as a query engine
- * would and checked against the source table the workload describes.
+ * shard; the merger runs once per simulated minute and maintenance once at the end; then the table
+ * is read back as a query engine would and checked against the source table the workload describes.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
     description = "Runs the whole pipeline locally on a generated workload and checks the result.")
@@ -123,6 +123,17 @@ final class DemoCommand implements Callable<Integer> {
             merged.path("upserts").asLong(), merged.path("deletes").asLong(), merged.path("millis").asLong());
         out.flush();
       }
+      Object maintenance = LocalInvoker.newHandler(sam.function("Maintenance").handler(),
+          with(sam.function("Maintenance").environment(), env));
+      JsonNode maintained = JSON.readTree(LocalInvoker.invoke(maintenance, "{}".getBytes(), context));
+      JsonNode compaction = maintained.path("compaction");
+      out.printf("maintenance  compacted %d files into %d (data files %d -> %d, delete files %d -> %d),"
+          + " %d manifests rewritten, %d snapshots expired, %d orphans, in %,d ms%n",
+          compaction.path("filesRewritten").asInt(), compaction.path("filesWritten").asInt(),
+          compaction.path("dataFilesBefore").asInt(), compaction.path("dataFilesAfter").asInt(),
+          compaction.path("deleteFilesBefore").asInt(), compaction.path("deleteFilesAfter").asInt(),
+          maintained.path("manifestsRewritten").asInt(), maintained.path("snapshotsExpired").asInt(),
+          maintained.path("orphans").size(), maintained.path("millis").asLong());
       return report(out, env, expected, staged, started);
     }
   }

@@ -28,6 +28,7 @@ class DemoCommandTest {
     int exit = demo(out, err, dir.resolve("demo"));
     assertEquals(0, exit, out + "\n" + err);
     assertTrue(out.toString().contains("minute  3/3"), out.toString());
+    assertTrue(out.toString().contains("maintenance  compacted"), out.toString());
     assertTrue(out.toString().contains("OK: the Iceberg table equals the source table"), out.toString());
   }
 

@@ -78,6 +78,13 @@ class InvokeCommandTest {
     Run again = invoke("Merger", "merger-scheduler-input.json");
     assertEquals(0, again.exit(), again.err());
     assertEquals(0, JSON.readTree(again.out()).get("changesRead").asInt(), "nothing left to merge");
+
+    Run dry = invoke("Maintenance", "maintenance-dry-run.json");
+    assertEquals(0, dry.exit(), dry.err());
+    assertTrue(JSON.readTree(dry.out()).get("dryRun").asBoolean(), dry.out());
+    Run maintained = invoke("Maintenance", "maintenance-schedule.json");
+    assertEquals(0, maintained.exit(), maintained.err());
+    assertEquals(0, JSON.readTree(maintained.out()).get("conflicts").size(), maintained.out());
   }
 
   @Test
@@ -85,7 +92,7 @@ class InvokeCommandTest {
     Run r = invoke("Stagr", "stager-batch.json");
     assertEquals(2, r.exit());
     assertEquals("Error: no function 'Stagr' in " + ProjectFiles.root().resolve("template.yaml")
-        + "; its functions are [Stager, Merger]", r.err().strip());
+        + "; its functions are [Stager, Merger, Maintenance]", r.err().strip());
   }
 
   @Test

@@ -34,19 +34,49 @@ public final class Checkpoint {
         + SequenceNumbers.stripLeadingZeros(name.lastSequence());
   }
 
-  /** The checkpoint of the newest snapshot that has one; empty for a new table. */
+  /**
+   * The checkpoint of the newest merger snapshot in the table's history; if expiry has removed
+   * every merger snapshot, the newest copy a maintenance snapshot carried. Empty for a new table.
+   *
+   * <p>A merger snapshot wins over a newer maintenance copy: a maintenance commit that raced a
+   * merger may have copied the checkpoint from before the merger's commit.
+   */
   public static Set<String> read(Table table) {
     Snapshot current = table.currentSnapshot();
     if (current == null) {
       return Set.of();
     }
+    String carried = null;
     for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
       String applied = s.summary().get(APPLIED);
-      if (applied != null) {
+      if (applied != null && s.summary().containsKey(RUN_ID)) {
         return decode(applied);
       }
+      if (applied != null && carried == null) {
+        carried = applied;
+      }
     }
-    return Set.of();
+    return carried == null ? Set.of() : decode(carried);
+  }
+
+  /** The newest snapshot the merger wrote, or null; expiry keeps it so the checkpoint survives. */
+  public static Snapshot newestMergerSnapshot(Table table) {
+    Snapshot current = table.currentSnapshot();
+    if (current == null) {
+      return null;
+    }
+    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
+      if (s.summary().containsKey(RUN_ID)) {
+        return s;
+      }
+    }
+    return null;
+  }
+
+  /** Summary properties a maintenance commit sets to carry the checkpoint forward. */
+  public static java.util.Map<String, String> carried(Table table) {
+    Set<String> tokens = read(table);
+    return tokens.isEmpty() ? java.util.Map.of() : java.util.Map.of(APPLIED, encode(tokens));
   }
 
   public static String encode(Collection<String> tokens) {

@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.merge;
 
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TaskRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -23,10 +24,8 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.formats.FormatModelRegistry;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Conversions;
@@ -98,13 +97,8 @@ final class LiveRowFinder {
     }
     projected.add(schema.findField(TableLayout.SEQ));
     projected.add(MetadataColumns.ROW_POSITION);
-    Schema projection = new Schema(projected);
-    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, schema, projection);
     List<Map.Entry<List<Object>, LiveRow>> out = new ArrayList<>();
-    try (CloseableIterable<Record> rows = deletes.filter(FormatModelRegistry
-        .<Record, Schema>readBuilder(task.file().format(), Record.class, table.io().newInputFile(task.file()))
-        .project(deletes.requiredSchema())
-        .build())) {
+    try (CloseableIterable<Record> rows = TaskRows.read(table, task, new Schema(projected))) {
       for (Record row : rows) {
         List<Object> key = layout.keyOf(row);
         if (wanted.contains(key)) {

@@ -14,7 +14,6 @@ import dev.ddb2iceberg.table.TableLayout;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -42,7 +41,6 @@ import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DeleteWriteResult;
-import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Type;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -302,7 +300,7 @@ public final class Merger {
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
-    List<DataFile> dataFiles = writer.writeRows(rows, keyOrder(table, layout));
+    List<DataFile> dataFiles = writer.writeRows(rows, layout.keyOrder());
     long tDeletes = System.nanoTime();
     DeleteWriteResult deletes = writer.writeDeletes(toDelete);
     long tCommit = System.nanoTime();
@@ -366,18 +364,6 @@ public final class Merger {
     table.refresh();
     LOG.info("Added columns {}", added);
     return table;
-  }
-
-  @SuppressWarnings("unchecked")
-  private static Comparator<Record> keyOrder(Table table, TableLayout layout) {
-    Comparator<Record> order = null;
-    for (String key : layout.keyNames()) {
-      Comparator<Object> c = (Comparator<Object>) (Comparator<?>) Comparators.forType(
-          table.schema().findField(key).type().asPrimitiveType());
-      Comparator<Record> byKey = (a, b) -> c.compare(a.getField(key), b.getField(key));
-      order = order == null ? byKey : order.thenComparing(byKey);
-    }
-    return order;
   }
 
   private void quarantineChange(Change c, String reason) {

@@ -8,6 +8,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,6 +18,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 
@@ -122,6 +124,18 @@ public final class TableLayout {
       key[i] = row.getField(keyNames.get(i));
     }
     return List.of(key);
+  }
+
+  /** Rows in key order (the table's sort order). */
+  @SuppressWarnings("unchecked")
+  public Comparator<Record> keyOrder() {
+    Comparator<Record> order = (a, b) -> 0;
+    for (String key : keyNames) {
+      Comparator<Object> c = (Comparator<Object>) (Comparator<?>) Comparators.forType(
+          schema.findField(key).type().asPrimitiveType());
+      order = order.thenComparing((a, b) -> c.compare(a.getField(key), b.getField(key)));
+    }
+    return order;
   }
 
   /** The DynamoDB type a typed column holds. */

@@ -14,6 +14,7 @@ import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.workload.KeyedWorkload;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -49,7 +50,7 @@ class MergerHandlerTest {
   private void stageSomeChanges(int batches) {
     MergerSettings settings = MergerSettings.from(new Environment(env));
     BatchStager stager = new BatchStager(new StagingStore(server.newClient(), settings.staging()));
-    Workload w = new Workload(1, 50);
+    KeyedWorkload w = new KeyedWorkload(1, 50);
     for (int i = 0; i < batches; i++) {
       stager.stage(StreamEvents.batch(w.next(20)).getRecords());
     }

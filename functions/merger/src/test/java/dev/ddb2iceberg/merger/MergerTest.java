@@ -21,6 +21,7 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableItems;
 import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.workload.KeyedWorkload;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -124,7 +125,7 @@ class MergerTest {
 
   @Test
   void randomInsertsModifiesAndRemovesAcrossRunsMatchTheSourceTable() {
-    Workload w = new Workload(1, 200);
+    KeyedWorkload w = new KeyedWorkload(1, 200);
     for (int run = 0; run < 6; run++) {
       for (int batch = 0; batch < 3; batch++) {
         stage(w.next(60));
@@ -139,7 +140,7 @@ class MergerTest {
 
   @Test
   void theFirstRunCreatesTheTableWithKeysPartitioningAndSortOrder() {
-    Workload w = new Workload(2, 20);
+    KeyedWorkload w = new KeyedWorkload(2, 20);
     stage(w.next(30));
     merger().run();
     Table t = table();
@@ -156,7 +157,7 @@ class MergerTest {
 
   @Test
   void severalChangesToOneKeyInOneRunKeepTheLatest() {
-    Workload w = new Workload(3, 10);
+    KeyedWorkload w = new KeyedWorkload(3, 10);
     stage(List.of(w.upsert(1, Operation.INSERT), w.upsert(1, Operation.MODIFY), w.remove(1, false),
         w.upsert(1, Operation.INSERT), w.upsert(1, Operation.MODIFY)));
     MergeResult r = merger().run();
@@ -173,7 +174,7 @@ class MergerTest {
 
   @Test
   void duplicateRecordsAcrossStagedObjectsAreAppliedOnce() {
-    Workload w = new Workload(4, 50);
+    KeyedWorkload w = new KeyedWorkload(4, 50);
     List<Change> changes = w.next(100);
     stage(changes.subList(0, 60));
     stage(changes.subList(40, 100)); // a retried, re-bisected batch: records 40-59 staged twice
@@ -192,7 +193,7 @@ class MergerTest {
 
   @Test
   void removesOfKeysThatNeverExistedChangeNothing() {
-    Workload w = new Workload(5, 50);
+    KeyedWorkload w = new KeyedWorkload(5, 50);
     stage(List.of(w.upsert(1, Operation.INSERT)));
     merger().run();
     stage(List.of(w.remove(7, false), w.remove(8, true)));
@@ -204,7 +205,7 @@ class MergerTest {
 
   @Test
   void aCrashAfterTheCommitBeforeDeletingStagedObjectsIsHarmless() {
-    Workload w = new Workload(6, 100);
+    KeyedWorkload w = new KeyedWorkload(6, 100);
     stage(w.next(80));
     stage(w.next(80));
     server.faults().failFrom(FaultInjectingBlobStore.Operation.DELETE, 1); // the deletes after the commit fail
@@ -226,7 +227,7 @@ class MergerTest {
 
   @Test
   void checkpointCarriesUndeletedObjectsForwardUntilTheyAreGone() {
-    Workload w = new Workload(7, 100);
+    KeyedWorkload w = new KeyedWorkload(7, 100);
     stage(w.next(50));
     server.faults().failFrom(FaultInjectingBlobStore.Operation.DELETE, 1);
     merger().run();
@@ -245,7 +246,7 @@ class MergerTest {
 
   @Test
   void aCompactionBetweenPlanningAndCommittingMakesTheMergeReplan() {
-    Workload w = new Workload(8, 100);
+    KeyedWorkload w = new KeyedWorkload(8, 100);
     stage(w.next(150));
     merger().run();
     stage(w.next(150));
@@ -261,7 +262,7 @@ class MergerTest {
 
   @Test
   void anotherMergerCommittingFirstMeansNoChangeIsAppliedTwice() {
-    Workload w = new Workload(9, 100);
+    KeyedWorkload w = new KeyedWorkload(9, 100);
     stage(w.next(100));
     merger().run();
     stage(w.next(100));
@@ -281,7 +282,7 @@ class MergerTest {
 
   @Test
   void twoMergersStartedAtOnceApplyEachObjectOnce() throws Exception {
-    Workload w = new Workload(10, 300);
+    KeyedWorkload w = new KeyedWorkload(10, 300);
     stage(w.next(200));
     merger().run();
     for (int i = 0; i < 4; i++) {
@@ -308,7 +309,7 @@ class MergerTest {
   void formatVersion3UsesDeletionVectors() {
     env.put("TABLE_FORMAT_VERSION", "3");
     configure();
-    Workload w = new Workload(11, 60);
+    KeyedWorkload w = new KeyedWorkload(11, 60);
     for (int run = 0; run < 4; run++) {
       stage(w.next(80));
       merger().run();
@@ -326,7 +327,7 @@ class MergerTest {
   void boundedRunsLeaveABacklogAndNeverApplyANewerChangeBeforeAnOlderOne() {
     env.put("MAX_CHANGES_PER_RUN", "50");
     configure();
-    Workload w = new Workload(12, 30);
+    KeyedWorkload w = new KeyedWorkload(12, 30);
     for (int i = 0; i < 5; i++) {
       stage(w.next(40));
     }
@@ -344,7 +345,7 @@ class MergerTest {
 
   @Test
   void newAttributesBecomeColumnsAndOddValuesAreKeptExactly() {
-    Workload w = new Workload(13, 10);
+    KeyedWorkload w = new KeyedWorkload(13, 10);
     stage(List.of(w.upsert(1, Operation.INSERT)));
     merger().run();
     Map<String, DdbValue> image = new java.util.LinkedHashMap<>(w.key(2));
@@ -362,7 +363,7 @@ class MergerTest {
 
   @Test
   void aKeyThatDoesNotFitItsColumnIsQuarantinedAndTheRestMerged() throws Exception {
-    Workload w = new Workload(14, 10);
+    KeyedWorkload w = new KeyedWorkload(14, 10);
     stage(List.of(w.upsert(1, Operation.INSERT)));
     merger().run();
     Map<String, DdbValue> key = Map.of("pk", new DdbValue.S("x"), "sk", new DdbValue.N("1.5"));
@@ -382,7 +383,7 @@ class MergerTest {
 
   @Test
   void aCorruptStagedObjectIsQuarantinedAndTheRestMerged() {
-    Workload w = new Workload(15, 50);
+    KeyedWorkload w = new KeyedWorkload(15, 50);
     stage(w.next(30));
     String bucket = settings.staging().bucket();
     String bad = "staging/" + "0".repeat(39) + "1-" + "0".repeat(39) + "2.ddbstage";
@@ -399,7 +400,7 @@ class MergerTest {
 
   @Test
   void anUnknownCommitOutcomeThatLandedIsRecognisedAndNotRetried() {
-    Workload w = new Workload(16, 100);
+    KeyedWorkload w = new KeyedWorkload(16, 100);
     stage(w.next(100));
     merger().run();
     stage(w.next(100));
@@ -415,7 +416,7 @@ class MergerTest {
 
   @Test
   void anUnknownCommitOutcomeThatDidNotLandIsReplanned() {
-    Workload w = new Workload(17, 100);
+    KeyedWorkload w = new KeyedWorkload(17, 100);
     stage(w.next(100));
     merger().run();
     stage(w.next(100));

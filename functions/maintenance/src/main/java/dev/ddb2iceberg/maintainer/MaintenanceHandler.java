@@ -1,0 +1,121 @@
+package dev.ddb2iceberg.maintainer;
+
+import com.amazonaws.services.lambda.runtime.Context;
+import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.maintenance.Maintenance;
+import dev.ddb2iceberg.maintenance.MaintenanceResult;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Clock;
+import java.util.EnumSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Lambda entry point, run by an EventBridge schedule (hourly by default). Input, all optional, as a
+ * schedule rule's {@code detail} or EventBridge Scheduler's plain input:
+ * {@code {"tasks": ["compact", "manifests", "expire", "orphans"], "dryRun": false}}.
+ * Returns the run's {@link MaintenanceResult} as JSON.
+ */
+public final class MaintenanceHandler implements RequestStreamHandler {
+  private static final Logger LOG = LoggerFactory.getLogger(MaintenanceHandler.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Set<String> INPUT_FIELDS = Set.of("tasks", "dryRun");
+
+  private final MaintenanceSettings settings;
+  private final Catalog catalog;
+  private final Clock clock;
+
+  /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
+  public MaintenanceHandler() {
+    this(Environment.system());
+  }
+
+  /** Used by the local runtime, which passes the environment a Lambda would have. */
+  public MaintenanceHandler(Environment env) {
+    this(MaintenanceSettings.from(env), Clock.systemUTC());
+  }
+
+  public MaintenanceHandler(MaintenanceSettings settings, Clock clock) {
+    this(settings, settings.catalog().load(), clock);
+  }
+
+  public MaintenanceHandler(MaintenanceSettings settings, Catalog catalog, Clock clock) {
+    this.settings = settings;
+    this.catalog = catalog;
+    this.clock = clock;
+  }
+
+  /** What the input asks for. */
+  record Request(Set<MaintenanceTask> tasks, boolean dryRun) {}
+
+  @Override
+  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+    Request request = request(input.readAllBytes());
+    TableIdentifier id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
+    MaintenanceResult result;
+    if (!catalog.tableExists(id)) {
+      LOG.info("Table {} does not exist yet (the merger creates it on its first run): nothing to maintain", id);
+      result = new MaintenanceResult(request.dryRun(), MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0);
+    } else {
+      result = new Maintenance(catalog.loadTable(id), settings.options(), settings.stagingUri(), clock)
+          .run(request.tasks(), request.dryRun());
+    }
+    JSON.writeValue(output, result);
+  }
+
+  static Request request(byte[] bytes) {
+    Set<MaintenanceTask> tasks = EnumSet.allOf(MaintenanceTask.class);
+    if (bytes.length == 0) {
+      return new Request(tasks, false);
+    }
+    JsonNode input;
+    try {
+      input = JSON.readTree(bytes);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("The maintenance input is not JSON: " + e.getMessage());
+    }
+    if (input == null || input.isNull()) {
+      return new Request(tasks, false);
+    }
+    if (!input.isObject()) {
+      throw new IllegalArgumentException("The maintenance input must be a JSON object, not " + input.getNodeType());
+    }
+    if (input.has("Records")) {
+      throw new IllegalArgumentException("Maintenance was given a DynamoDB Streams batch (it has \"Records\"); stream"
+          + " batches go to the stager.");
+    }
+    JsonNode detail = input.has("detail-type") ? input.path("detail") : input;
+    for (Iterator<String> it = detail.fieldNames(); it.hasNext(); ) {
+      String field = it.next();
+      if (!INPUT_FIELDS.contains(field)) {
+        throw new IllegalArgumentException("Unknown maintenance input field '" + field + "'; it accepts " + INPUT_FIELDS + ".");
+      }
+    }
+    if (detail.has("tasks")) {
+      JsonNode list = detail.get("tasks");
+      if (!list.isArray() || list.isEmpty()) {
+        throw new IllegalArgumentException("Maintenance input \"tasks\" must be a non-empty list such as [\"compact\", \"expire\"].");
+      }
+      tasks = EnumSet.noneOf(MaintenanceTask.class);
+      for (JsonNode t : list) {
+        tasks.add(MaintenanceTask.fromInput(t.asText()));
+      }
+    }
+    JsonNode dry = detail.path("dryRun");
+    if (!dry.isMissingNode() && !dry.isBoolean()) {
+      throw new IllegalArgumentException("Maintenance input \"dryRun\" must be true or false, not " + dry);
+    }
+    return new Request(tasks, dry.asBoolean(false));
+  }
+}

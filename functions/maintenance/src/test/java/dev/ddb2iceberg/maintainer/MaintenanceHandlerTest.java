@@ -1,0 +1,105 @@
+package dev.ddb2iceberg.maintainer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.ProjectFiles;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.workload.KeyedWorkload;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.EnumSet;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The maintenance function's inputs (schedule event, Scheduler input, task list, dry run) and errors. */
+@ExtendWith(S3ServerExtension.class)
+class MaintenanceHandlerTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir Path dir;
+  private MaintenanceSettings settings;
+  private EmbeddedS3Server server;
+
+  @BeforeEach
+  void setUp(EmbeddedS3Server server) {
+    this.server = server;
+    Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+    settings = MaintenanceSettings.from(new Environment(env));
+  }
+
+  private JsonNode invoke(byte[] input) throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    new MaintenanceHandler(settings, Clock.systemUTC()).handleRequest(new ByteArrayInputStream(input), out, null);
+    return JSON.readTree(out.toByteArray());
+  }
+
+  private void buildTable() {
+    StagingStore store = new StagingStore(server.newClient(), settings.staging());
+    KeyedWorkload w = new KeyedWorkload(3, 100);
+    for (int i = 0; i < 6; i++) {
+      new BatchStager(store).stage(StreamEvents.batch(w.next(40)).getRecords());
+      new Merger(settings.catalog().load(), settings.table(), store, MergeOptions.DEFAULTS).run();
+    }
+  }
+
+  @Test
+  void beforeTheFirstMergeThereIsNothingToMaintain() throws Exception {
+    JsonNode r = invoke(Files.readAllBytes(ProjectFiles.event("maintenance-schedule.json")));
+    assertEquals(0, r.get("snapshotsExpired").asInt());
+  }
+
+  @Test
+  void theScheduleEventRunsEveryTask() throws Exception {
+    buildTable();
+    JsonNode r = invoke(Files.readAllBytes(ProjectFiles.event("maintenance-schedule.json")));
+    assertEquals(false, r.get("dryRun").asBoolean());
+    assertEquals(0, r.get("conflicts").size());
+    assertTrue(r.get("compaction").get("dataFilesBefore").asInt() > 0, r.toString());
+  }
+
+  @Test
+  void theDryRunSampleChangesNothing() throws Exception {
+    buildTable();
+    JsonNode r = invoke(Files.readAllBytes(ProjectFiles.event("maintenance-dry-run.json")));
+    assertEquals(true, r.get("dryRun").asBoolean());
+    assertEquals(r.get("compaction").get("dataFilesBefore"), r.get("compaction").get("dataFilesAfter"));
+  }
+
+  @Test
+  void inputsAreReadAndBadOnesNamed() {
+    assertEquals(new MaintenanceHandler.Request(EnumSet.of(MaintenanceTask.EXPIRE, MaintenanceTask.ORPHANS), true),
+        MaintenanceHandler.request("{\"detail-type\":\"Scheduled Event\",\"detail\":{\"tasks\":[\"expire\",\"orphans\"],\"dryRun\":true}}".getBytes()));
+    assertEquals(new MaintenanceHandler.Request(EnumSet.allOf(MaintenanceTask.class), false), MaintenanceHandler.request(new byte[0]));
+    IllegalArgumentException task = assertThrows(IllegalArgumentException.class,
+        () -> MaintenanceHandler.request("{\"tasks\":[\"vacuum\"]}".getBytes()));
+    assertTrue(task.getMessage().contains("Unknown maintenance task 'vacuum'"), task.getMessage());
+    IllegalArgumentException field = assertThrows(IllegalArgumentException.class,
+        () -> MaintenanceHandler.request("{\"dry_run\":true}".getBytes()));
+    assertTrue(field.getMessage().contains("'dry_run'"), field.getMessage());
+    IllegalArgumentException dry = assertThrows(IllegalArgumentException.class,
+        () -> MaintenanceHandler.request("{\"dryRun\":\"yes\"}".getBytes()));
+    assertTrue(dry.getMessage().contains("dryRun"), dry.getMessage());
+    IllegalArgumentException stream = assertThrows(IllegalArgumentException.class,
+        () -> MaintenanceHandler.request("{\"Records\":[]}".getBytes()));
+    assertTrue(stream.getMessage().contains("go to the stager"), stream.getMessage());
+  }
+}

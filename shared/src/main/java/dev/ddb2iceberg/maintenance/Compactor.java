@@ -1,0 +1,197 @@
+package dev.ddb2iceberg.maintenance;
+
+import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TaskRows;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.UUID;
+import java.util.function.Consumer;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionKey;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableUtil;
+import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
+import org.apache.iceberg.actions.FileRewritePlan;
+import org.apache.iceberg.actions.RemoveDanglingDeleteFilesAction;
+import org.apache.iceberg.actions.RewriteDataFiles;
+import org.apache.iceberg.actions.RewriteDataFilesCommitManager;
+import org.apache.iceberg.actions.RewriteFileGroup;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.FanoutDataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Compaction: Iceberg core's bin-pack planner picks the file groups worth rewriting (small files,
+ * files with many deleted rows), partition by partition; each group is rewritten with its deletes
+ * applied into target-sized files sorted by the key columns, and the groups commit together with
+ * the starting sequence number (so deletes the merger commits meanwhile are not lost: the commit
+ * fails instead, and the next run plans again). Bounded by bytes and groups per run; files already
+ * at the target size without deletes are never picked again, so big tables compact over several runs.
+ */
+final class Compactor {
+  private static final Logger LOG = LoggerFactory.getLogger(Compactor.class);
+
+  private final Table table;
+  private final MaintenanceOptions options;
+  private final Consumer<Table> beforeCommit;
+
+  Compactor(Table table, MaintenanceOptions options, Consumer<Table> beforeCommit) {
+    this.table = table;
+    this.options = options;
+    this.beforeCommit = beforeCommit;
+  }
+
+  MaintenanceResult.Compaction run(boolean dryRun) {
+    Snapshot start = table.currentSnapshot();
+    if (start == null) {
+      return MaintenanceResult.Compaction.NONE;
+    }
+    int[] before = fileCounts(start);
+    BinPackRewriteFilePlanner planner =
+        new BinPackRewriteFilePlanner(table, Expressions.alwaysTrue(), start.snapshotId(), true);
+    Map<String, String> plannerOptions = new HashMap<>();
+    plannerOptions.put(BinPackRewriteFilePlanner.TARGET_FILE_SIZE_BYTES, Long.toString(options.targetFileSizeBytes()));
+    plannerOptions.put(BinPackRewriteFilePlanner.MIN_INPUT_FILES, Integer.toString(options.minInputFiles()));
+    plannerOptions.put(BinPackRewriteFilePlanner.DELETE_RATIO_THRESHOLD, Double.toString(options.deleteRatio()));
+    plannerOptions.put(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, "5");
+    // A group is what one rewrite holds open; keep it well inside a Lambda's memory and time.
+    plannerOptions.put(BinPackRewriteFilePlanner.MAX_FILE_GROUP_SIZE_BYTES,
+        Long.toString(Math.min(options.maxBytesPerRun(), 4 * options.targetFileSizeBytes())));
+    planner.init(plannerOptions);
+
+    List<RewriteFileGroup> selected = new ArrayList<>();
+    int groupsLeft = 0;
+    long bytes = 0;
+    FileRewritePlan<RewriteDataFiles.FileGroupInfo, FileScanTask, DataFile, RewriteFileGroup> plan = planner.plan();
+    try (CloseableIterable<RewriteFileGroup> groups = plan.groups()) {
+      for (RewriteFileGroup group : groups) {
+        if (selected.size() < options.maxGroupsPerRun()
+            && (selected.isEmpty() || bytes + group.inputFilesSizeInBytes() <= options.maxBytesPerRun())) {
+          selected.add(group);
+          bytes += group.inputFilesSizeInBytes();
+        } else {
+          groupsLeft++;
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    int inputFiles = selected.stream().mapToInt(RewriteFileGroup::inputFileNum).sum();
+    if (dryRun || selected.isEmpty()) {
+      return new MaintenanceResult.Compaction(selected.size(), inputFiles, bytes, 0, 0, before[0], before[1], before[0],
+          before[1], groupsLeft);
+    }
+
+    String operationId = "compaction-" + UUID.randomUUID();
+    int written = 0;
+    for (RewriteFileGroup group : selected) {
+      Set<DataFile> out = rewrite(group, operationId);
+      group.setOutputFiles(out);
+      written += out.size();
+    }
+    beforeCommit.accept(table);
+    new RewriteDataFilesCommitManager(table, start.snapshotId(), true, Checkpoint.carried(table))
+        .commitOrClean(new HashSet<>(selected));
+    int dangling = removeDanglingDeletes();
+    table.refresh();
+    int[] after = fileCounts(table.currentSnapshot());
+    LOG.info("Compacted {} groups: {} files ({} bytes) into {}; removed {} dangling delete files; data files {} -> {},"
+        + " delete files {} -> {}; {} groups left for later runs", selected.size(), inputFiles, bytes, written, dangling,
+        before[0], after[0], before[1], after[1], groupsLeft);
+    return new MaintenanceResult.Compaction(selected.size(), inputFiles, bytes, written, dangling, before[0], before[1],
+        after[0], after[1], groupsLeft);
+  }
+
+  /**
+   * Rewrites one group: the live rows of its files, merged in key order (each input file is
+   * sorted already, so a k-way merge keeps memory flat), written as target-sized files.
+   */
+  private Set<DataFile> rewrite(RewriteFileGroup group, String operationId) {
+    TableLayout layout = TableLayout.of(table);
+    Comparator<Record> byKey = layout.keyOrder();
+    PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> byKey.compare(a.row, b.row));
+    List<CloseableIterable<Record>> open = new ArrayList<>();
+    PartitionSpec spec = table.specs().get(group.outputSpecId());
+    PartitionKey partition = new PartitionKey(spec, table.schema());
+    InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+    GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
+    OutputFileFactory files = OutputFileFactory.builderFor(table, group.info().globalIndex(), 0)
+        .operationId(operationId).format(FileFormat.PARQUET).build();
+    FanoutDataWriter<Record> writer = new FanoutDataWriter<>(writers, files, table.io(), group.maxOutputFileSize());
+    try (writer) {
+      for (FileScanTask task : group.fileScanTasks()) {
+        CloseableIterable<Record> rows = TaskRows.read(table, task, table.schema());
+        open.add(rows);
+        Iterator<Record> it = rows.iterator();
+        if (it.hasNext()) {
+          heads.add(new Head(it.next(), it));
+        }
+      }
+      while (!heads.isEmpty()) {
+        Head head = heads.poll();
+        partition.partition(wrapper.wrap(head.row));
+        writer.write(head.row, spec, partition);
+        if (head.rest.hasNext()) {
+          heads.add(new Head(head.rest.next(), head.rest));
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } finally {
+      for (CloseableIterable<Record> rows : open) {
+        try {
+          rows.close();
+        } catch (IOException ignored) {
+          // reading is done; nothing to lose
+        }
+      }
+    }
+    return new HashSet<>(writer.result().dataFiles());
+  }
+
+  private record Head(Record row, Iterator<Record> rest) {}
+
+  /** Position deletes whose data files are all rewritten (v2); v3's dangling vectors go in the rewrite itself. */
+  private int removeDanglingDeletes() {
+    table.refresh();
+    if (TableUtil.formatVersion(table) >= 3) {
+      return 0;
+    }
+    RemoveDanglingDeleteFilesAction remove = new RemoveDanglingDeleteFilesAction(table);
+    Checkpoint.carried(table).forEach(remove::set);
+    int removed = 0;
+    for (Object ignored : remove.execute().removedDeleteFiles()) {
+      removed++;
+    }
+    return removed;
+  }
+
+  /** Data files and delete files in a snapshot, from its summary. */
+  static int[] fileCounts(Snapshot s) {
+    if (s == null) {
+      return new int[] {0, 0};
+    }
+    return new int[] {Integer.parseInt(s.summary().getOrDefault("total-data-files", "0")),
+        Integer.parseInt(s.summary().getOrDefault("total-delete-files", "0"))};
+  }
+}

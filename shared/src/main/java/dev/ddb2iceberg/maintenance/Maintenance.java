@@ -1,0 +1,145 @@
+package dev.ddb2iceberg.maintenance;
+
+import dev.ddb2iceberg.merge.Checkpoint;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Consumer;
+import org.apache.iceberg.ExpireSnapshots;
+import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.RewriteManifests;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.util.PropertyUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One maintenance run over the table: compaction, manifest rewrite, snapshot expiry and orphan
+ * cleanup, in that order, each optional. Safe beside a running merger: every commit validates
+ * against what changed since it planned, and a task that loses a race gives up for this run
+ * (the merger's commit is never the one that fails for good; the next run tries again).
+ * Every maintenance snapshot carries the merger's checkpoint forward, and expiry never removes the
+ * newest merger snapshot, so the checkpoint cannot be lost.
+ */
+public final class Maintenance {
+  private static final Logger LOG = LoggerFactory.getLogger(Maintenance.class);
+
+  private final Table table;
+  private final MaintenanceOptions options;
+  private final String stagingUri;
+  private final Clock clock;
+  private Consumer<Table> beforeCompactionCommit = t -> {};
+
+  /** @param stagingUri the staging area, e.g. {@code s3://bucket/staging/}: never touched */
+  public Maintenance(Table table, MaintenanceOptions options, String stagingUri, Clock clock) {
+    this.table = table;
+    this.options = options;
+    this.stagingUri = stagingUri;
+    this.clock = clock;
+  }
+
+  /** Testing hook: runs just before compaction commits, to land a concurrent merge there. */
+  public Maintenance beforeCompactionCommit(Consumer<Table> hook) {
+    this.beforeCompactionCommit = hook;
+    return this;
+  }
+
+  public MaintenanceResult run(Set<MaintenanceTask> tasks, boolean dryRun) {
+    long start = System.nanoTime();
+    List<String> conflicts = new ArrayList<>();
+    MaintenanceResult.Compaction compaction = MaintenanceResult.Compaction.NONE;
+    int manifests = 0;
+    int expired = 0;
+    List<String> orphans = List.of();
+    table.refresh();
+    if (tasks.contains(MaintenanceTask.COMPACT)) {
+      try {
+        compaction = new Compactor(table, options, beforeCompactionCommit).run(dryRun);
+      } catch (ValidationException | CommitFailedException lost) {
+        conflicts.add("compact: " + lost.getMessage());
+        LOG.info("Compaction lost a race with another commit and gives up for this run: {}", lost.getMessage());
+      }
+    }
+    if (tasks.contains(MaintenanceTask.MANIFESTS)) {
+      try {
+        manifests = rewriteManifests(dryRun);
+      } catch (ValidationException | CommitFailedException lost) {
+        conflicts.add("manifests: " + lost.getMessage());
+      }
+    }
+    if (tasks.contains(MaintenanceTask.EXPIRE)) {
+      try {
+        expired = expireSnapshots(dryRun);
+      } catch (ValidationException | CommitFailedException lost) {
+        conflicts.add("expire: " + lost.getMessage());
+      }
+    }
+    if (tasks.contains(MaintenanceTask.ORPHANS)) {
+      table.refresh();
+      Instant cutoff = clock.instant().minus(Duration.ofHours(options.orphanMinAgeHours()));
+      orphans = new OrphanFiles(table, stagingUri).run(cutoff, dryRun);
+      LOG.info("{} {} orphan files older than {}", dryRun ? "Found" : "Deleted", orphans.size(), cutoff);
+    }
+    MaintenanceResult result = new MaintenanceResult(dryRun, compaction, manifests, expired, orphans, conflicts,
+        (System.nanoTime() - start) / 1_000_000);
+    LOG.info("Maintenance run: {}", result);
+    return result;
+  }
+
+  /**
+   * Rewrites the current snapshot's small data manifests into few, once there are too many. They
+   * are clustered by partition spec only: the merge plans every file anyway, and with a bucketed
+   * spec every small manifest spans all buckets, so clustering by partition would only multiply them.
+   */
+  private int rewriteManifests(boolean dryRun) {
+    table.refresh();
+    Snapshot current = table.currentSnapshot();
+    if (current == null) {
+      return 0;
+    }
+    long small = PropertyUtil.propertyAsLong(table.properties(), TableProperties.MANIFEST_TARGET_SIZE_BYTES,
+        TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT) / 2;
+    List<ManifestFile> smallOnes = current.allManifests(table.io()).stream().filter(m -> m.length() < small).toList();
+    if (smallOnes.size() <= options.manifestThreshold() || dryRun) {
+      return smallOnes.size() > options.manifestThreshold() ? smallOnes.size() : 0;
+    }
+    RewriteManifests rewrite = table.rewriteManifests()
+        .rewriteIf(m -> m.length() < small)
+        .clusterBy(file -> Integer.toString(file.specId()));
+    Checkpoint.carried(table).forEach(rewrite::set);
+    rewrite.commit();
+    LOG.info("Rewrote {} small manifests", smallOnes.size());
+    return smallOnes.size();
+  }
+
+  /**
+   * Expires snapshots older than the maximum age, keeping the minimum number and never the newest
+   * merger snapshot (it holds the checkpoint). Files no remaining snapshot needs are deleted.
+   */
+  private int expireSnapshots(boolean dryRun) {
+    table.refresh();
+    if (table.currentSnapshot() == null) {
+      return 0;
+    }
+    long cutoff = clock.millis() - Duration.ofHours(options.snapshotMaxAgeHours()).toMillis();
+    Snapshot merger = Checkpoint.newestMergerSnapshot(table);
+    if (merger != null) {
+      cutoff = Math.min(cutoff, merger.timestampMillis());
+    }
+    ExpireSnapshots expire = table.expireSnapshots().expireOlderThan(cutoff)
+        .retainLast(options.minSnapshotsToKeep()).cleanExpiredFiles(true);
+    int count = expire.apply().size();
+    if (!dryRun && count > 0) {
+      expire.commit();
+      LOG.info("Expired {} snapshots older than {}", count, Instant.ofEpochMilli(cutoff));
+    }
+    return count;
+  }
+}

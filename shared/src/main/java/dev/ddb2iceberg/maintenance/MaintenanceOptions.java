@@ -1,0 +1,61 @@
+package dev.ddb2iceberg.maintenance;
+
+import dev.ddb2iceberg.config.Environment;
+
+/**
+ * Maintenance settings, with defaults after S3 Tables' own table maintenance: compaction to 512 MB
+ * files, snapshots kept at least 1 and for 120 hours, orphan files removed after 3 days.
+ *
+ * @param targetFileSizeBytes compaction's output file size (S3 Tables allows 64 MB to 512 MB)
+ * @param maxBytesPerRun bound on the bytes one run rewrites
+ * @param maxGroupsPerRun bound on the file groups one run rewrites
+ * @param minInputFiles a partition is compacted once it has this many small files
+ * @param deleteRatio a file is rewritten once this share of its rows is deleted
+ * @param snapshotMaxAgeHours snapshots older than this expire
+ * @param minSnapshotsToKeep never fewer snapshots than this
+ * @param orphanMinAgeHours unreferenced files younger than this are kept (a commit may be writing them)
+ * @param manifestThreshold rewrite manifests once the current snapshot has more small ones than this
+ */
+public record MaintenanceOptions(
+    long targetFileSizeBytes,
+    long maxBytesPerRun,
+    int maxGroupsPerRun,
+    int minInputFiles,
+    double deleteRatio,
+    long snapshotMaxAgeHours,
+    int minSnapshotsToKeep,
+    long orphanMinAgeHours,
+    int manifestThreshold) {
+
+  public static final MaintenanceOptions DEFAULTS =
+      new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100);
+
+  public static MaintenanceOptions from(Environment env) {
+    long target = env.positiveLong("COMPACTION_TARGET_FILE_SIZE_BYTES", DEFAULTS.targetFileSizeBytes());
+    return new MaintenanceOptions(
+        target,
+        env.positiveLong("COMPACTION_MAX_BYTES_PER_RUN", DEFAULTS.maxBytesPerRun()),
+        env.positiveInt("COMPACTION_MAX_GROUPS_PER_RUN", DEFAULTS.maxGroupsPerRun()),
+        env.positiveInt("COMPACTION_MIN_INPUT_FILES", DEFAULTS.minInputFiles()),
+        DEFAULTS.deleteRatio(),
+        env.positiveLong("SNAPSHOT_MAX_AGE_HOURS", DEFAULTS.snapshotMaxAgeHours()),
+        env.positiveInt("SNAPSHOT_MIN_KEEP", DEFAULTS.minSnapshotsToKeep()),
+        env.positiveLong("ORPHAN_MIN_AGE_HOURS", DEFAULTS.orphanMinAgeHours()),
+        env.positiveInt("MANIFEST_REWRITE_THRESHOLD", DEFAULTS.manifestThreshold()));
+  }
+
+  public MaintenanceOptions withTargetFileSize(long bytes) {
+    return new MaintenanceOptions(bytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
+        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold);
+  }
+
+  public MaintenanceOptions withMaxGroupsPerRun(int groups) {
+    return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, groups, minInputFiles, deleteRatio,
+        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold);
+  }
+
+  public MaintenanceOptions withManifestThreshold(int threshold) {
+    return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
+        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, threshold);
+  }
+}

@@ -1,0 +1,105 @@
+package dev.ddb2iceberg.maintenance;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.ManifestContent;
+import org.apache.iceberg.ManifestFile;
+import org.apache.iceberg.ManifestFiles;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.ReachableFileUtil;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.FileInfo;
+import org.apache.iceberg.io.SupportsBulkOperations;
+import org.apache.iceberg.io.SupportsPrefixOperations;
+
+/**
+ * Files under the table's location that no metadata references (left by failed or abandoned
+ * commits), older than a minimum age so a commit still being written is never touched. Anything
+ * under the staging prefix is never a candidate, even if the table lives beside it.
+ */
+final class OrphanFiles {
+  private final Table table;
+  private final String protectedPrefix;
+
+  /** @param protectedPrefix an s3:// URI prefix that must never be deleted (the staging area) */
+  OrphanFiles(Table table, String protectedPrefix) {
+    this.table = table;
+    this.protectedPrefix = normalize(protectedPrefix);
+  }
+
+  /** Orphans older than {@code olderThan}; deleted in bulk unless {@code dryRun}. */
+  List<String> run(Instant olderThan, boolean dryRun) {
+    FileIO io = table.io();
+    if (!(io instanceof SupportsPrefixOperations prefixes)) {
+      throw new IllegalStateException("the table's FileIO (" + io.getClass().getName() + ") cannot list files");
+    }
+    Set<String> referenced = referencedFiles();
+    String location = table.location().endsWith("/") ? table.location() : table.location() + "/";
+    List<String> orphans = new ArrayList<>();
+    for (FileInfo f : prefixes.listPrefix(location)) {
+      String path = normalize(f.location());
+      if (!referenced.contains(path) && f.createdAtMillis() < olderThan.toEpochMilli()
+          && !path.startsWith(protectedPrefix)) {
+        orphans.add(f.location());
+      }
+    }
+    if (!dryRun && !orphans.isEmpty()) {
+      if (io instanceof SupportsBulkOperations bulk) {
+        bulk.deleteFiles(orphans);
+      } else {
+        orphans.forEach(io::deleteFile);
+      }
+    }
+    return orphans;
+  }
+
+  /** Every file any snapshot or metadata version of the table needs. */
+  private Set<String> referencedFiles() {
+    Set<String> files = new HashSet<>();
+    ReachableFileUtil.metadataFileLocations(table, true).forEach(p -> files.add(normalize(p)));
+    ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
+    ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
+    String versionHint = ReachableFileUtil.versionHintLocation(table);
+    if (versionHint != null) {
+      files.add(normalize(versionHint));
+    }
+    Map<Integer, PartitionSpec> specs = table.specs();
+    Set<String> seenManifests = new HashSet<>();
+    for (Snapshot snapshot : table.snapshots()) {
+      for (ManifestFile manifest : snapshot.allManifests(table.io())) {
+        if (!seenManifests.add(manifest.path())) {
+          continue;
+        }
+        files.add(normalize(manifest.path()));
+        try (CloseableIterable<? extends ContentFile<?>> entries = manifest.content() == ManifestContent.DATA
+            ? ManifestFiles.read(manifest, table.io(), specs)
+            : ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
+          for (ContentFile<?> file : entries) {
+            files.add(normalize(file.location()));
+          }
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      }
+    }
+    return files;
+  }
+
+  /** s3a:// and s3n:// name the same objects as s3://. */
+  static String normalize(String uri) {
+    if (uri.startsWith("s3a://") || uri.startsWith("s3n://")) {
+      return "s3://" + uri.substring(6);
+    }
+    return uri;
+  }
+}
