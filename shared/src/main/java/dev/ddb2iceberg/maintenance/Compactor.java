@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
@@ -15,6 +16,9 @@ import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.Consumer;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
@@ -50,6 +54,7 @@ import org.slf4j.LoggerFactory;
  */
 final class Compactor {
   private static final Logger LOG = LoggerFactory.getLogger(Compactor.class);
+  private static final int IO_THREADS = 8;
 
   private final Table table;
   private final MaintenanceOptions options;
@@ -104,10 +109,21 @@ final class Compactor {
 
     String operationId = "compaction-" + UUID.randomUUID();
     int written = 0;
-    for (RewriteFileGroup group : selected) {
-      Set<DataFile> out = rewrite(group, operationId);
-      group.setOutputFiles(out);
-      written += out.size();
+    // Groups are independent (one partition each): rewrite them side by side, since reading many
+    // small files and their deletes is mostly waiting on S3.
+    ExecutorService pool = Executors.newFixedThreadPool(Math.min(selected.size(), IO_THREADS));
+    try {
+      List<Future<Set<DataFile>>> rewrites = new ArrayList<>();
+      for (RewriteFileGroup group : selected) {
+        rewrites.add(pool.submit(() -> rewrite(group, operationId)));
+      }
+      for (int i = 0; i < selected.size(); i++) {
+        Set<DataFile> out = Futures.join(rewrites.get(i), "compacting");
+        selected.get(i).setOutputFiles(out);
+        written += out.size();
+      }
+    } finally {
+      pool.shutdownNow();
     }
     beforeCommit.accept(table);
     new RewriteDataFilesCommitManager(table, start.snapshotId(), true, Checkpoint.carried(table))

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import java.io.IOException;
@@ -12,7 +13,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import org.apache.iceberg.DataFile;
@@ -82,7 +82,7 @@ final class LiveRowFinder {
     }
     Map<List<Object>, List<LiveRow>> found = new HashMap<>();
     for (Future<List<Map.Entry<List<Object>, LiveRow>>> read : reads) {
-      for (Map.Entry<List<Object>, LiveRow> e : join(read)) {
+      for (Map.Entry<List<Object>, LiveRow> e : Futures.join(read, "reading the table")) {
         found.computeIfAbsent(e.getKey(), k -> new ArrayList<>(1)).add(e.getValue());
       }
     }
@@ -108,20 +108,6 @@ final class LiveRowFinder {
       }
     }
     return out;
-  }
-
-  private static <T> T join(Future<T> f) {
-    try {
-      return f.get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while reading the table", e);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException r) {
-        throw r;
-      }
-      throw new IllegalStateException("could not read a data file: " + e.getCause(), e.getCause());
-    }
   }
 
   /**

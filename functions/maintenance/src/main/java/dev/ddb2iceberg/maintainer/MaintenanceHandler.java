@@ -5,6 +5,7 @@ import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
@@ -13,7 +14,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.time.Clock;
 import java.util.EnumSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import org.apache.iceberg.catalog.Catalog;
@@ -76,32 +76,7 @@ public final class MaintenanceHandler implements RequestStreamHandler {
 
   static Request request(byte[] bytes) {
     Set<MaintenanceTask> tasks = EnumSet.allOf(MaintenanceTask.class);
-    if (bytes.length == 0) {
-      return new Request(tasks, false);
-    }
-    JsonNode input;
-    try {
-      input = JSON.readTree(bytes);
-    } catch (IOException e) {
-      throw new IllegalArgumentException("The maintenance input is not JSON: " + e.getMessage());
-    }
-    if (input == null || input.isNull()) {
-      return new Request(tasks, false);
-    }
-    if (!input.isObject()) {
-      throw new IllegalArgumentException("The maintenance input must be a JSON object, not " + input.getNodeType());
-    }
-    if (input.has("Records")) {
-      throw new IllegalArgumentException("Maintenance was given a DynamoDB Streams batch (it has \"Records\"); stream"
-          + " batches go to the stager.");
-    }
-    JsonNode detail = input.has("detail-type") ? input.path("detail") : input;
-    for (Iterator<String> it = detail.fieldNames(); it.hasNext(); ) {
-      String field = it.next();
-      if (!INPUT_FIELDS.contains(field)) {
-        throw new IllegalArgumentException("Unknown maintenance input field '" + field + "'; it accepts " + INPUT_FIELDS + ".");
-      }
-    }
+    JsonNode detail = ScheduleInput.parse(bytes, "maintenance", INPUT_FIELDS);
     if (detail.has("tasks")) {
       JsonNode list = detail.get("tasks");
       if (!list.isArray() || list.isEmpty()) {

@@ -100,6 +100,6 @@ class MaintenanceHandlerTest {
     assertTrue(dry.getMessage().contains("dryRun"), dry.getMessage());
     IllegalArgumentException stream = assertThrows(IllegalArgumentException.class,
         () -> MaintenanceHandler.request("{\"Records\":[]}".getBytes()));
-    assertTrue(stream.getMessage().contains("go to the stager"), stream.getMessage());
+    assertTrue(stream.getMessage().contains("batches go to the stager"), stream.getMessage());
   }
 }

@@ -4,8 +4,8 @@ import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.NullNode;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -13,7 +13,6 @@ import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.util.Iterator;
 import java.util.Set;
 import org.apache.iceberg.catalog.Catalog;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -54,43 +53,14 @@ public final class MergerHandler implements RequestStreamHandler {
 
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    MergeOptions options = options(parse(input));
+    MergeOptions options = options(ScheduleInput.parse(input.readAllBytes(), "merger", INPUT_FIELDS));
     MergeResult result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
     JSON.writeValue(output, result);
   }
 
-  private static JsonNode parse(InputStream input) throws IOException {
-    byte[] bytes = input.readAllBytes();
-    if (bytes.length == 0) {
-      return NullNode.getInstance();
-    }
-    try {
-      return JSON.readTree(bytes);
-    } catch (IOException e) {
-      throw new IllegalArgumentException("The merger's input is not JSON: " + e.getMessage());
-    }
-  }
-
-  /** Options from the input: a schedule rule's detail, or the plain input of EventBridge Scheduler. */
-  MergeOptions options(JsonNode input) {
+  /** The run's bounds: the configured ones, unless the input sets maxChanges. */
+  MergeOptions options(JsonNode detail) {
     MergeOptions options = settings.options();
-    if (input == null || input.isNull() || input.isMissingNode()) {
-      return options;
-    }
-    if (!input.isObject()) {
-      throw new IllegalArgumentException("The merger's input must be a JSON object, not " + input.getNodeType());
-    }
-    if (input.has("Records")) {
-      throw new IllegalArgumentException("The merger was given a DynamoDB Streams batch (it has \"Records\"); stream"
-          + " batches go to the stager. The merger runs on a schedule with an empty or {\"maxChanges\": n} input.");
-    }
-    JsonNode detail = input.has("detail-type") ? input.path("detail") : input;
-    for (Iterator<String> it = detail.fieldNames(); it.hasNext(); ) {
-      String field = it.next();
-      if (!INPUT_FIELDS.contains(field)) {
-        throw new IllegalArgumentException("Unknown merger input field '" + field + "'; it accepts " + INPUT_FIELDS + ".");
-      }
-    }
     if (detail.has("maxChanges")) {
       JsonNode n = detail.get("maxChanges");
       if (!n.canConvertToInt() || n.asInt() <= 0) {
