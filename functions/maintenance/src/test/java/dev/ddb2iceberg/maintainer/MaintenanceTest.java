@@ -68,9 +68,17 @@ class MaintenanceTest {
   private final ExpectedTable expected = new ExpectedTable();
   private final KeyedWorkload workload = new KeyedWorkload(7, 400);
 
+  private final Map<String, String> env = new java.util.HashMap<>();
+  private EmbeddedS3Server server;
+
   @BeforeEach
   void setUp(EmbeddedS3Server server) {
-    Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+    this.server = server;
+    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+    configure();
+  }
+
+  private void configure() {
     settings = MaintenanceSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     s3 = server.newClient();
@@ -319,6 +327,49 @@ class MaintenanceTest {
     assertTrue(r.manifestsRewritten() > 10, r.toString());
     assertTrue(after < before, before + " manifests before, " + after + " after");
     assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(Checkpoint.APPLIED));
+    assertTableEqualsExpected();
+  }
+
+  @Test
+  void compactionOnFormatV3FoldsDeletionVectorsIn() {
+    env.put("TABLE_FORMAT_VERSION", "3");
+    configure();
+    for (int i = 0; i < 12; i++) {
+      mergeSmallBatch(60);
+    }
+    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+    assertTrue(r.compaction().deleteFilesBefore() > 0, r.toString());
+    assertEquals(0, r.compaction().deleteFilesAfter(), "deletion vectors of rewritten files removed: " + r);
+    assertTableEqualsExpected();
+    mergeSmallBatch(100);
+    assertTableEqualsExpected();
+  }
+
+  @Test
+  void aTableWithAnotherPartitionSpecIsMergedAndCompactedCorrectly() {
+    env.put("PARTITION_SPEC", "truncate(6, pk), bucket(4, sk)");
+    env.put("PARTITION_KEY", "pk");
+    configure();
+    for (int i = 0; i < 8; i++) {
+      mergeSmallBatch(80);
+    }
+    assertEquals(2, table().spec().fields().size());
+    run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+    assertTableEqualsExpected();
+    mergeSmallBatch(100);
+    assertTableEqualsExpected();
+  }
+
+  @Test
+  void anUnpartitionedTableWorksToo() {
+    env.put("PARTITION_SPEC", "none");
+    configure();
+    for (int i = 0; i < 8; i++) {
+      mergeSmallBatch(80);
+    }
+    assertTrue(table().spec().isUnpartitioned());
+    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+    assertEquals(1, r.compaction().dataFilesAfter(), r.toString());
     assertTableEqualsExpected();
   }
 
