@@ -124,7 +124,7 @@ public final class Merger {
     LOG.info("Listed {} staged objects, read {} ({} changes) in {} ms", listed.size(), slice.objects.size(),
         slice.changeCount(), (System.nanoTime() - tSlice) / 1_000_000);
     if (slice.objects.isEmpty()) {
-      return result(start, slice, List.of(), 0, null, 0, null, alreadyApplied.size(), pending);
+      return result(start, slice, Attempt.NONE, 0, alreadyApplied.size(), pending);
     }
 
     // 3-4. Plan, write and commit; re-plan when a race is lost.
@@ -153,8 +153,7 @@ public final class Merger {
       LOG.warn("{} applied staged objects could not be deleted yet; the checkpoint keeps them until a later run does",
           notDeleted.size());
     }
-    return result(start, slice, outcome.applied, attempts, outcome.snapshotId, outcome.stale, outcome,
-        alreadyApplied.size() + outcome.appliedByOthers, pending);
+    return result(start, slice, outcome, attempts, alreadyApplied.size() + outcome.appliedByOthers, pending);
   }
 
   /** Deletes objects the checkpoint names; returns the tokens of those still in the staging prefix. */
@@ -235,7 +234,9 @@ public final class Merger {
 
   /** The outcome of a successful commit attempt. */
   private record Attempt(Long snapshotId, List<Change> applied, long stale, long upserts, long deletes,
-      int quarantined, int appliedByOthers, int filesRead, int filesInTable) {}
+      int quarantined, int appliedByOthers, int filesRead, int filesInTable) {
+    static final Attempt NONE = new Attempt(null, List.of(), 0, 0, 0, 0, 0, 0, 0);
+  }
 
   private Attempt attempt(Table table, Slice slice, Set<String> stillStaged, String runId, ExecutorService pool) {
     // Another merger may have applied some of the slice since it was listed.
@@ -253,7 +254,7 @@ public final class Merger {
       }
     }
     if (tokens.isEmpty()) {
-      return new Attempt(null, List.of(), 0, 0, 0, 0, appliedByOthers, 0, 0);
+      return new Attempt(null, List.of(), 0, 0, 0, 0, appliedByOthers, 0, 0); // nothing left to apply
     }
     table = evolveSchema(table, changes);
     TableLayout layout = TableLayout.of(table);
@@ -404,21 +405,22 @@ public final class Merger {
     }
   }
 
-  private MergeResult result(long start, Slice slice, List<Change> applied, int attempts, Long snapshotId, long stale,
-      Attempt outcome, int alreadyApplied, List<StagedObject> pending) {
+  /** The run's summary. */
+  private MergeResult result(long start, Slice slice, Attempt outcome, int attempts, int alreadyApplied,
+      List<StagedObject> pending) {
     List<StagedObject> left = pending.subList(Math.min(pending.size(), slice.objects.size() + slice.quarantinedObjects),
         pending.size());
+    List<Change> applied = outcome.applied();
     Instant now = Instant.now();
     long oldestAge = left.stream().map(StagedObject::lastModified).min(Instant::compareTo)
         .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
     long oldestChange = applied.stream().mapToLong(Change::approximateCreationMillis).min().orElse(now.toEpochMilli());
     MergeResult r = new MergeResult(
         slice.changeCount(), applied.size(),
-        outcome == null ? 0 : outcome.upserts(), outcome == null ? 0 : outcome.deletes(), stale,
-        outcome == null ? 0 : slice.objects.size() - outcome.appliedByOthers(), alreadyApplied,
-        slice.quarantinedObjects + (outcome == null ? 0 : outcome.quarantined()),
-        snapshotId, attempts,
-        outcome == null ? 0 : outcome.filesRead(), outcome == null ? 0 : outcome.filesInTable(),
+        outcome.upserts(), outcome.deletes(), outcome.stale(),
+        slice.objects.size() - outcome.appliedByOthers(), alreadyApplied,
+        slice.quarantinedObjects + outcome.quarantined(), outcome.snapshotId(), attempts,
+        outcome.filesRead(), outcome.filesInTable(),
         left.size(), left.stream().mapToLong(StagedObject::size).sum(), oldestAge,
         Math.max(0, (now.toEpochMilli() - oldestChange) / 1000),
         (System.nanoTime() - start) / 1_000_000);
