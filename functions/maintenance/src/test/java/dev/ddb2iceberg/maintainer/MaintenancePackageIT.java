@@ -1,0 +1,51 @@
+package dev.ddb2iceberg.maintainer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.PackagedFunction;
+import dev.ddb2iceberg.embedded.ProjectFiles;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.workload.KeyedWorkload;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.sqlite.JDBC;
+
+/** The deployable jar itself, in a fresh JVM; the SQLite driver joins as the local catalog's driver. */
+@ExtendWith(S3ServerExtension.class)
+class MaintenancePackageIT {
+  @TempDir Path dir;
+
+  @Test
+  void theLambdaJarCompactsATableOfSmallMerges(EmbeddedS3Server server) throws Exception {
+    var env = new java.util.HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+    env.put("COMPACTION_TARGET_FILE_SIZE_BYTES", Long.toString(1L << 20));
+    MaintenanceSettings settings = MaintenanceSettings.from(new Environment(env));
+    StagingStore store = new StagingStore(server.newClient(), settings.staging());
+    KeyedWorkload w = new KeyedWorkload(2, 100);
+    for (int i = 0; i < 6; i++) {
+      new BatchStager(store).stage(StreamEvents.batch(w.next(50)).getRecords());
+      new Merger(settings.catalog().load(), settings.table(), store, MergeOptions.DEFAULTS).run();
+    }
+    PackagedFunction.Result r = PackagedFunction.invoke(Path.of("target/maintenance-lambda.jar"),
+        MaintenanceHandler.class.getName(), env, ProjectFiles.event("maintenance-schedule.json"),
+        LambdaEventSerializers.class, JDBC.class);
+    assertEquals(0, r.exit(), r.log());
+    JsonNode result = new ObjectMapper().readTree(r.response());
+    assertTrue(result.get("compaction").get("groups").asInt() > 0, r.response());
+    assertEquals(0, result.get("conflicts").size(), r.response());
+  }
+}
