@@ -28,6 +28,12 @@ public final class PackagedFunction {
    */
   public static Result invoke(Path jar, String handlerClass, Map<String, String> env, Path event, Class<?>... extras)
       throws IOException, InterruptedException {
+    return invoke(jar, handlerClass, env, event, List.of(), extras);
+  }
+
+  /** As above, with JVM options (for instance the flags the Lambda runtime uses). */
+  public static Result invoke(Path jar, String handlerClass, Map<String, String> env, Path event, List<String> jvmOptions,
+      Class<?>... extras) throws IOException, InterruptedException {
     if (!Files.isRegularFile(jar)) {
       throw new IllegalStateException(jar + " is missing: run `mvn package` first");
     }
@@ -43,8 +49,11 @@ public final class PackagedFunction {
       classpath.add(Path.of(extra.getProtectionDomain().getCodeSource().getLocation().getPath()).toString());
     }
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-    ProcessBuilder pb = new ProcessBuilder(java.toString(), "-cp", String.join(File.pathSeparator, classpath),
-        PackagedInvoker.class.getName(), handlerClass, event.toString(), launcher.resolve("response.json").toString());
+    List<String> command = new ArrayList<>(List.of(java.toString()));
+    command.addAll(jvmOptions);
+    command.addAll(List.of("-cp", String.join(File.pathSeparator, classpath), PackagedInvoker.class.getName(),
+        handlerClass, event.toString(), launcher.resolve("response.json").toString()));
+    ProcessBuilder pb = new ProcessBuilder(command);
     pb.environment().clear();
     pb.environment().putAll(env);
     Path log = launcher.resolve("log.txt");
