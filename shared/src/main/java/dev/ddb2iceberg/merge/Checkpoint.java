@@ -93,17 +93,17 @@ public final class Checkpoint {
     return out;
   }
 
-  /** Whether a snapshot written by merge run {@code runId} is in the table's current history. */
-  public static boolean committedBy(Table table, String runId) {
+  /** The snapshot merge run {@code runId} wrote, if it is in the table's current history; else null. */
+  public static Snapshot snapshotOf(Table table, String runId) {
     Snapshot current = table.currentSnapshot();
     if (current == null) {
-      return false;
+      return null;
     }
     for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
       if (runId.equals(s.summary().get(RUN_ID))) {
-        return true;
+        return s;
       }
     }
-    return false;
+    return null;
   }
 }

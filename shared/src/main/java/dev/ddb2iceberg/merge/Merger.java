@@ -107,7 +107,7 @@ public final class Merger {
   private MergeResult run(ExecutorService pool, long start) {
     String runId = UUID.randomUUID().toString();
     List<StagedObject> listed = store.list();
-    Table table = catalog.tableExists(id) ? catalog.loadTable(id) : null;
+    Table table = TableCreator.loadIfExists(catalog, id);
 
     // 1. Objects an earlier run applied but could not delete: delete now, never apply again.
     Set<String> checkpoint = table == null ? Set.of() : Checkpoint.read(table);
@@ -132,8 +132,11 @@ public final class Merger {
     int attempts = 0;
     while (outcome == null) {
       attempts++;
-      table = table == null ? TableCreator.loadOrCreate(catalog, id, tableSettings, slice.allChanges()) : table;
-      table.refresh();
+      if (table == null) {
+        table = TableCreator.loadOrCreate(catalog, id, tableSettings, slice.allChanges());
+      } else if (attempts > 1) {
+        table.refresh(); // re-plan against what the winning commit left
+      }
       try {
         outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, pool);
       } catch (ValidationException | CommitFailedException lost) {
@@ -323,21 +326,23 @@ public final class Merger {
     deletes.deleteFiles().forEach(delta::addDeletes);
     deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
     beforeCommit.accept(table);
+    Long snapshotId;
     try {
       delta.commit();
+      snapshotId = table.currentSnapshot().snapshotId(); // a successful commit leaves the table at its snapshot
     } catch (CommitStateUnknownException unknown) {
       table.refresh();
-      if (!Checkpoint.committedBy(table, runId)) {
+      Snapshot ours = Checkpoint.snapshotOf(table, runId);
+      if (ours == null) {
         LOG.warn("Commit outcome unknown and run {} is not in the table history: re-planning", runId);
         throw new CommitFailedException(unknown, "commit state unknown and not committed");
       }
       LOG.warn("Commit outcome was unknown, but run {} is in the table history: it committed", runId);
+      snapshotId = ours.snapshotId();
     } catch (ValidationException | CommitFailedException lost) {
       cleanUp(table, dataFiles, deletes.deleteFiles());
       throw lost;
     }
-    table.refresh();
-    Long snapshotId = table.currentSnapshot().snapshotId();
     long tDone = System.nanoTime();
     LOG.info("Committed snapshot {}: {} staged objects, {} upserts, {} deletes, {} stale changes skipped, read {} of {}"
         + " data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}", snapshotId, tokens.size(),

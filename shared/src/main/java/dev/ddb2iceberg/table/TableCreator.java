@@ -20,6 +20,7 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 import org.slf4j.Logger;
@@ -35,10 +36,20 @@ public final class TableCreator {
 
   private TableCreator() {}
 
+  /** The table, or null if it does not exist yet (one catalog call, not an exists-then-load pair). */
+  public static Table loadIfExists(Catalog catalog, TableIdentifier id) {
+    try {
+      return catalog.loadTable(id);
+    } catch (NoSuchTableException e) {
+      return null;
+    }
+  }
+
   /** Loads the table, creating it first if it does not exist (another merger may win the race). */
   public static Table loadOrCreate(Catalog catalog, TableIdentifier id, TableSettings settings, List<Change> changes) {
-    if (catalog.tableExists(id)) {
-      return catalog.loadTable(id);
+    Table existing = loadIfExists(catalog, id);
+    if (existing != null) {
+      return existing;
     }
     if (catalog instanceof SupportsNamespaces ns && !ns.namespaceExists(id.namespace())) {
       try {

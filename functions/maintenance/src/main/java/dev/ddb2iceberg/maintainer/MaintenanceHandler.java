@@ -16,6 +16,8 @@ import java.time.Clock;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
+import dev.ddb2iceberg.table.TableCreator;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.slf4j.Logger;
@@ -64,11 +66,12 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     Request request = request(input.readAllBytes());
     TableIdentifier id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
     MaintenanceResult result;
-    if (!catalog.tableExists(id)) {
+    Table table = TableCreator.loadIfExists(catalog, id);
+    if (table == null) {
       LOG.info("Table {} does not exist yet (the merger creates it on its first run): nothing to maintain", id);
       result = new MaintenanceResult(request.dryRun(), MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0);
     } else {
-      result = new Maintenance(catalog.loadTable(id), settings.options(), settings.stagingUri(), clock)
+      result = new Maintenance(table, settings.options(), settings.stagingUri(), clock)
           .run(request.tasks(), request.dryRun());
     }
     JSON.writeValue(output, result);
