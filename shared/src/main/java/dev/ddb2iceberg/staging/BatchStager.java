@@ -32,8 +32,6 @@ public final class BatchStager {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final StagingStore store;
-  /** Why the last write failed, for the result (a stager instance handles one batch at a time). */
-  private String lastFailure;
 
   public BatchStager(StagingStore store) {
     this.store = store;
@@ -48,7 +46,7 @@ public final class BatchStager {
   }
 
   public Result stage(List<? extends Record> records) {
-    lastFailure = null;
+    String failure = null; // why a write failed, for the result
     List<Change> good = new ArrayList<>(records.size());
     int quarantined = 0;
     int cutoff = records.size(); // index of the first record that could not be quarantined
@@ -61,7 +59,7 @@ public final class BatchStager {
           quarantine(record, poison.getMessage());
           quarantined++;
         } catch (SdkException | UncheckedIOException e) {
-          lastFailure = "could not quarantine record " + describe(record) + ": " + e;
+          failure = "could not quarantine record " + describe(record) + ": " + e;
           LOG.warn("Could not quarantine record {}; stopping the batch there: {}", describe(record), e.toString());
           cutoff = i;
           break;
@@ -77,22 +75,24 @@ public final class BatchStager {
       }
       StagedObjectName name = null;
       if (!good.isEmpty()) {
-        name = putBatchOrNull(good);
+        Put put = put(good);
+        name = put.name();
         if (name == null) {
-          return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber(), lastFailure);
+          return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber(), put.failure());
         }
       }
-      return new Result(records.size(), good.size(), quarantined, name, resumeAt, lastFailure);
+      return new Result(records.size(), good.size(), quarantined, name, resumeAt, failure);
     }
     if (good.isEmpty()) {
-      return new Result(records.size(), 0, quarantined, null, null, lastFailure);
+      return new Result(records.size(), 0, quarantined, null, null, null);
     }
-    StagedObjectName name = putBatchOrNull(good);
+    Put put = put(good);
+    StagedObjectName name = put.name();
     if (name == null) {
       // Quarantined records before the first good one are durable; resume at the first good one.
-      return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber(), lastFailure);
+      return new Result(records.size(), 0, quarantined, null, good.get(0).sequenceNumber(), put.failure());
     }
-    return new Result(records.size(), good.size(), quarantined, name, null, lastFailure);
+    return new Result(records.size(), good.size(), quarantined, name, null, null);
   }
 
   private static byte[] bytes(ObjectNode node) {
@@ -103,13 +103,15 @@ public final class BatchStager {
     }
   }
 
-  private StagedObjectName putBatchOrNull(List<Change> changes) {
+  /** The staged object's name, or (name null) why it could not be written. */
+  private record Put(StagedObjectName name, String failure) {}
+
+  private Put put(List<Change> changes) {
     try {
-      return store.putBatch(changes);
+      return new Put(store.putBatch(changes), null);
     } catch (SdkException | UncheckedIOException e) {
-      lastFailure = "could not stage " + changes.size() + " changes: " + e;
       LOG.warn("Could not stage {} changes from {}: {}", changes.size(), changes.get(0).sequenceNumber(), e.toString());
-      return null;
+      return new Put(null, "could not stage " + changes.size() + " changes: " + e);
     }
   }
 
