@@ -1,8 +1,13 @@
 package dev.ddb2iceberg.embedded;
 
+import dev.ddb2iceberg.config.CatalogSettings;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.S3Settings;
+import dev.ddb2iceberg.config.StagingSettings;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.iceberg.catalog.Catalog;
 
 /**
  * The pipeline's AWS surroundings, locally: a bucket on the embedded S3 server and an Iceberg
@@ -46,6 +51,39 @@ public final class LocalStack {
         + ",s3.secret-access-key=" + EmbeddedS3Server.SECRET_KEY);
     env.put("TABLE_NAMESPACE", "ddb2iceberg");
     env.put("TABLE_NAME", tableName);
+    return env;
+  }
+
+  /** The account id the Glue stand-in answers for, as GLUE_CATALOG_ID. */
+  public static final String GLUE_CATALOG_ID = "123456789012";
+
+  /**
+   * A stand-in for AWS Glue's Iceberg REST endpoint (Glue cannot run here): a REST catalog under
+   * {@code /iceberg} for catalog id {@link #GLUE_CATALOG_ID}, keeping its tables in this stack's
+   * JDBC catalog. Close it after use.
+   */
+  public RestCatalogServer startGlueStandIn() {
+    Map<String, String> jdbc = environment("unused");
+    Catalog backing = CatalogSettings.from(new Environment(jdbc), StagingSettings.from(new Environment(jdbc)),
+        S3Settings.from(new Environment(jdbc))).load();
+    return new RestCatalogServer(backing, "/iceberg", GLUE_CATALOG_ID);
+  }
+
+  /**
+   * Environment variables for the functions with the template's default catalog, {@code glue},
+   * pointed at a stand-in from {@link #startGlueStandIn}; requests are SigV4-signed with the
+   * stack's credentials, as in AWS with the function role's.
+   */
+  public Map<String, String> glueEnvironment(String tableName, RestCatalogServer glue) {
+    Map<String, String> env = environment(tableName);
+    env.put("CATALOG_TYPE", "glue");
+    env.put("CATALOG_URI", glue.uri().toString());
+    env.put("GLUE_CATALOG_ID", GLUE_CATALOG_ID);
+    env.remove("CATALOG_WAREHOUSE");
+    env.put("CATALOG_PROPERTIES", "s3.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
+        + ",s3.secret-access-key=" + EmbeddedS3Server.SECRET_KEY
+        + ",rest.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
+        + ",rest.secret-access-key=" + EmbeddedS3Server.SECRET_KEY);
     return env;
   }
 }

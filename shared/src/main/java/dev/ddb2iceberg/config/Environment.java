@@ -1,6 +1,8 @@
 package dev.ddb2iceberg.config;
 
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 /**
@@ -9,6 +11,7 @@ import java.util.function.Function;
  */
 public final class Environment {
   private final Map<String, String> env;
+  private final Set<String> read = ConcurrentHashMap.newKeySet();
 
   public Environment(Map<String, String> env) {
     this.env = env;
@@ -18,8 +21,18 @@ public final class Environment {
     return new Environment(System.getenv());
   }
 
+  /** Every variable asked for so far, set or not (the template check uses it). */
+  public Set<String> variablesRead() {
+    return Set.copyOf(read);
+  }
+
+  private String get(String name) {
+    read.add(name);
+    return env.get(name);
+  }
+
   public String required(String name, String meaning) {
-    String value = env.get(name);
+    String value = get(name);
     if (value == null || value.isBlank()) {
       throw new ConfigurationException("Environment variable " + name + " is not set: it must name " + meaning + ".");
     }
@@ -27,7 +40,7 @@ public final class Environment {
   }
 
   public String optional(String name, String defaultValue) {
-    String value = env.get(name);
+    String value = get(name);
     return value == null || value.isBlank() ? defaultValue : value.trim();
   }
 
@@ -67,7 +80,7 @@ public final class Environment {
   }
 
   private <T> T parsed(String name, T defaultValue, Function<String, T> parse, String expected) {
-    String value = env.get(name);
+    String value = get(name);
     if (value == null || value.isBlank()) {
       return defaultValue;
     }

@@ -8,8 +8,11 @@ package dev.ddb2iceberg.config;
  * @param partitionKey the DynamoDB partition key attribute; null to infer it from the stream
  * @param partitionSpec e.g. {@code bucket(16, pk)}; null for that default on the partition key
  * @param formatVersion 2 (position deletes, readable by every engine) or 3 (deletion vectors)
+ * @param location where a new table's files go, e.g. {@code s3://bucket/warehouse/db/table}; null to
+ *     let the catalog choose (Glue uses the database's location)
  */
-public record TableSettings(String namespace, String name, String partitionKey, String partitionSpec, int formatVersion) {
+public record TableSettings(String namespace, String name, String partitionKey, String partitionSpec, int formatVersion,
+    String location) {
 
   public static TableSettings from(Environment env) {
     int version = env.positiveInt("TABLE_FORMAT_VERSION", 2);
@@ -29,7 +32,12 @@ public record TableSettings(String namespace, String name, String partitionKey, 
     }
     String partitionKey = env.optional("PARTITION_KEY", "");
     String spec = env.optional("PARTITION_SPEC", "");
+    String location = env.optional("TABLE_LOCATION", "");
+    if (!location.isEmpty() && !location.matches("s3a?://[^/]+/.*")) {
+      throw new ConfigurationException("Environment variable TABLE_LOCATION='" + location
+          + "' is not an S3 location such as s3://my-bucket/warehouse/" + namespace + "/" + name + ".");
+    }
     return new TableSettings(namespace, name, partitionKey.isEmpty() ? null : partitionKey,
-        spec.isEmpty() ? null : spec, version);
+        spec.isEmpty() ? null : spec, version, location.isEmpty() ? null : location);
   }
 }

@@ -107,8 +107,12 @@ public final class TableCreator {
       props.put(TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX + key, "full");
     }
     try {
-      Table table = catalog.buildTable(id, schema).withPartitionSpec(spec).withSortOrder(order.build())
-          .withProperties(props).create();
+      Catalog.TableBuilder builder = catalog.buildTable(id, schema).withPartitionSpec(spec)
+          .withSortOrder(order.build()).withProperties(props);
+      if (settings.location() != null) {
+        builder.withLocation(settings.location());
+      }
+      Table table = builder.create();
       LOG.info("Created table {} with keys {}, partitioned by {}, format v{}", id, keyTypes, specText,
           settings.formatVersion());
       return table;

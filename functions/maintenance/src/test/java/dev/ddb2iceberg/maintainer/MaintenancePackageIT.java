@@ -11,6 +11,7 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.PackagedFunction;
 import dev.ddb2iceberg.embedded.ProjectFiles;
+import dev.ddb2iceberg.embedded.RestCatalogServer;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
@@ -19,19 +20,28 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.workload.KeyedWorkload;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
-import org.sqlite.JDBC;
 
-/** The deployable jar itself, in a fresh JVM; the SQLite driver joins as the local catalog's driver. */
+/**
+ * The deployable jar itself, in a fresh JVM with nothing else on its classpath, on the template's
+ * default catalog (Glue's Iceberg REST endpoint; a stand-in here, since Glue cannot run locally).
+ */
 @ExtendWith(S3ServerExtension.class)
 class MaintenancePackageIT {
   @TempDir Path dir;
 
   @Test
   void theLambdaJarCompactsATableOfSmallMerges(EmbeddedS3Server server) throws Exception {
-    var env = new java.util.HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+    LocalStack stack = new LocalStack(server, S3ServerExtension.newBucket(server), dir);
+    try (RestCatalogServer glue = stack.startGlueStandIn()) {
+      compactsATableOfSmallMerges(server, stack.glueEnvironment("orders", glue));
+    }
+  }
+
+  private void compactsATableOfSmallMerges(EmbeddedS3Server server, Map<String, String> env) throws Exception {
     env.put("COMPACTION_TARGET_FILE_SIZE_BYTES", Long.toString(1L << 20));
     MaintenanceSettings settings = MaintenanceSettings.from(new Environment(env));
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
@@ -42,7 +52,7 @@ class MaintenancePackageIT {
     }
     PackagedFunction.Result r = PackagedFunction.invoke(Path.of("target/maintenance-lambda.jar"),
         MaintenanceHandler.class.getName(), env, ProjectFiles.event("maintenance-schedule.json"),
-        LambdaEventSerializers.class, JDBC.class);
+        LambdaEventSerializers.class);
     assertEquals(0, r.exit(), r.log());
     JsonNode result = new ObjectMapper().readTree(r.response());
     assertTrue(result.get("compaction").get("groups").asInt() > 0, r.response());
