@@ -16,13 +16,16 @@ import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.AbstractConstruct;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
 import org.yaml.snakeyaml.error.YAMLException;
+import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * The parts of a SAM template that {@code sam local invoke} uses to run a function: its
  * {@code Handler} and its environment variables (the function's over {@code Globals}).
  * Values written with an intrinsic function ({@code !Ref}, {@code !Sub}...) exist only once
- * deployed; like sam, we leave them to the env-vars file.
+ * deployed; like sam, we leave them to the env-vars file. The template checks read it too.
  */
 final class SamTemplate {
   private static final String FUNCTION = "AWS::Serverless::Function";
@@ -48,8 +51,9 @@ final class SamTemplate {
   }
 
   /**
-   * SnakeYAML's safe constructor, plus CloudFormation's short-form tags ({@code !Ref X},
-   * {@code !Sub ...}): read as a map naming the tag, since their value exists only once deployed.
+   * SnakeYAML's safe constructor, plus CloudFormation's short-form tags, read as the long form
+   * CloudFormation itself turns them into: {@code !Ref X} as {@code {"Ref": "X"}}, {@code !Sub s} as
+   * {@code {"Fn::Sub": s}}, {@code !GetAtt A.B} as {@code {"Fn::GetAtt": ["A", "B"]}}.
    */
   private static final class CloudFormationConstructor extends SafeConstructor {
     CloudFormationConstructor() {
@@ -57,10 +61,30 @@ final class SamTemplate {
       this.yamlConstructors.put(null, new AbstractConstruct() {
         @Override
         public Object construct(Node node) {
-          return Map.of("intrinsic", node.getTag().getValue());
+          String tag = node.getTag().getValue().substring(1);
+          Object value;
+          if (node instanceof ScalarNode scalar) {
+            value = constructScalar(scalar);
+          } else if (node instanceof SequenceNode sequence) {
+            value = constructSequence(sequence);
+          } else {
+            value = constructMapping((MappingNode) node);
+          }
+          if (tag.equals("Ref") || tag.equals("Condition")) {
+            return Map.of(tag, value);
+          }
+          if (tag.equals("GetAtt") && value instanceof String s) {
+            value = List.of(s.substring(0, s.indexOf('.')), s.substring(s.indexOf('.') + 1));
+          }
+          return Map.of("Fn::" + tag, value);
         }
       });
     }
+  }
+
+  /** The whole template, intrinsic functions in their long form. */
+  JsonNode root() {
+    return root;
   }
 
   /** A function of the template. */

@@ -9,11 +9,14 @@ import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.ops.MetricLine;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.time.Clock;
 import java.util.Set;
+import java.util.function.Consumer;
 import org.apache.iceberg.catalog.Catalog;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -30,6 +33,7 @@ public final class MergerHandler implements RequestStreamHandler {
   private final MergerSettings settings;
   private final Catalog catalog;
   private final S3Client s3;
+  private Consumer<String> metricsOut = System.out::println;
 
   /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
   public MergerHandler() {
@@ -55,7 +59,31 @@ public final class MergerHandler implements RequestStreamHandler {
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
     MergeOptions options = options(ScheduleInput.parse(input.readAllBytes(), "merger", INPUT_FIELDS));
     MergeResult result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
+    metricsOut.accept(metrics(result).toString());
     JSON.writeValue(output, result);
+  }
+
+  /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
+  MergerHandler metricsTo(Consumer<String> out) {
+    this.metricsOut = out;
+    return this;
+  }
+
+  /**
+   * The run's metrics. FreshnessLagSeconds is the age of the oldest staged change still waiting
+   * (0 when none waits): the alarm on it fires when merges fall behind or stop reporting.
+   */
+  private MetricLine metrics(MergeResult r) {
+    return MetricLine.forTable(settings.table().namespace() + "." + settings.table().name(), Clock.systemUTC())
+        .seconds("FreshnessLagSeconds", r.oldestUnmergedAgeSeconds())
+        .count("BacklogObjects", r.backlogObjects())
+        .bytes("BacklogBytes", r.backlogBytes())
+        .count("ChangesMerged", r.changesApplied())
+        .count("Upserts", r.upserts())
+        .count("Deletes", r.deletes())
+        .count("Quarantined", r.quarantined())
+        .count("CommitAttempts", r.commitAttempts())
+        .milliseconds("MergeMillis", r.millis());
   }
 
   /** The run's bounds: the configured ones, unless the input sets maxChanges. */

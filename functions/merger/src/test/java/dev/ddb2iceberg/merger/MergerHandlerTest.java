@@ -20,7 +20,9 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -82,6 +84,30 @@ class MergerHandlerTest {
     JsonNode sample = JSON.readTree(Files.readAllBytes(ProjectFiles.event("merger-scheduler-input.json")));
     assertEquals(50000, sample.get("maxChanges").asInt(), "the sample input file is valid");
     invoke(handler(), Files.readAllBytes(ProjectFiles.event("merger-scheduler-input.json")));
+  }
+
+  @Test
+  void eachRunPrintsAnEmbeddedMetricLineWithTheFreshnessLagTheAlarmWatches() throws Exception {
+    stageSomeChanges(3);
+    List<String> lines = new ArrayList<>();
+    JsonNode result = invoke(handler().metricsTo(lines::add), "{\"maxChanges\": 30}".getBytes());
+    assertEquals(1, lines.size(), "one metric line per run");
+    JsonNode line = JSON.readTree(lines.get(0));
+    JsonNode directive = line.path("_aws").path("CloudWatchMetrics").path(0);
+    assertEquals("ddb2iceberg", directive.path("Namespace").asText());
+    assertEquals("[[\"Table\"]]", directive.path("Dimensions").toString());
+    assertEquals("ddb2iceberg.orders", line.path("Table").asText());
+    List<String> declared = new ArrayList<>();
+    directive.path("Metrics").forEach(m -> declared.add(m.path("Name").asText()));
+    for (String name : declared) {
+      assertTrue(line.path(name).isNumber(), name + " is declared but has no value: " + line);
+    }
+    assertTrue(declared.contains("FreshnessLagSeconds"), "the lag alarm's metric: " + declared);
+    assertEquals(result.get("changesApplied").asLong(), line.path("ChangesMerged").asLong(), line.toString());
+    assertEquals(result.get("upserts").asLong(), line.path("Upserts").asLong(), line.toString());
+    assertEquals(2, line.path("BacklogObjects").asInt(), "two batches left for the next run");
+    assertTrue(line.path("FreshnessLagSeconds").asLong() >= 0);
+    assertTrue(line.path("_aws").path("Timestamp").asLong() > 0);
   }
 
   @Test

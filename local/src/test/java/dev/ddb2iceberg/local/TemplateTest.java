@@ -1,0 +1,245 @@
+package dev.ddb2iceberg.local;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.networknt.schema.JsonSchema;
+import com.networknt.schema.JsonSchemaFactory;
+import com.networknt.schema.SpecVersion;
+import com.networknt.schema.ValidationMessage;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.ProjectFiles;
+import dev.ddb2iceberg.maintainer.MaintenanceSettings;
+import dev.ddb2iceberg.merger.MergerSettings;
+import dev.ddb2iceberg.stager.StagerSettings;
+import java.io.InputStream;
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+import java.util.jar.JarFile;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Offline checks of template.yaml (sam and cfn-lint need Python, which these machines lack): SAM's
+ * published JSON schema, handlers against the jars their CodeUri names, settings against the
+ * environment variables the code reads, least-privilege IAM, and safe buckets, queues and topics.
+ */
+class TemplateTest {
+  private static final SamTemplate TEMPLATE = SamTemplate.read(ProjectFiles.root().resolve("template.yaml"));
+  private static final JsonNode ROOT = TEMPLATE.root();
+
+  /** Variables Lambda sets itself, and overrides used only for local runs and tests. */
+  private static final Set<String> NOT_FROM_THE_TEMPLATE = Set.of("AWS_REGION", "AWS_ACCESS_KEY_ID",
+      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ENDPOINT", "S3_PATH_STYLE", "CATALOG_URI");
+
+  /** How each function reads its settings, as its handler's no-argument constructor does. */
+  private static final Map<String, Consumer<Environment>> SETTINGS = Map.of(
+      "Stager", StagerSettings::from,
+      "Merger", MergerSettings::from,
+      "Maintenance", MaintenanceSettings::from);
+
+  private static JsonSchema samSchema() throws Exception {
+    try (InputStream in = TemplateTest.class.getResourceAsStream("/sam-schema/sam.schema.json")) {
+      return JsonSchemaFactory.getInstance(SpecVersion.VersionFlag.V4).getSchema(in);
+    }
+  }
+
+  @Test
+  void theTemplateValidatesAgainstSamsPublishedSchema() throws Exception {
+    Set<ValidationMessage> errors = samSchema().validate(ROOT);
+    assertTrue(errors.isEmpty(), () -> "template.yaml does not match SAM's schema:\n"
+        + errors.stream().map(ValidationMessage::toString).collect(Collectors.joining("\n")));
+  }
+
+  @Test
+  void theSchemaCheckCatchesAMisspelledPropertyAndAWrongType() throws Exception {
+    ObjectNode broken = ROOT.deepCopy();
+    ObjectNode stager = (ObjectNode) broken.path("Resources").path("Stager").path("Properties");
+    stager.set("Handlr", stager.remove("Handler"));
+    ((ObjectNode) broken.path("Resources").path("Merger").path("Properties")).put("Timeout", "soon");
+    String errors = samSchema().validate(broken).toString();
+    assertTrue(errors.contains("Handlr"), errors);
+    assertTrue(errors.contains("Timeout"), errors);
+  }
+
+  @Test
+  void everyHandlerIsAClassInTheJarItsCodeUriNames() throws Exception {
+    assertEquals(SETTINGS.keySet(), Set.copyOf(TEMPLATE.functionIds()), "the template's functions");
+    for (String id : TEMPLATE.functionIds()) {
+      JsonNode props = ROOT.path("Resources").path(id).path("Properties");
+      Path jar = ProjectFiles.root().resolve(props.path("CodeUri").asText());
+      assertTrue(Files.isRegularFile(jar), id + ": CodeUri " + jar + " is not built (mvn -B package builds it)");
+      String[] handler = props.path("Handler").asText().split("::");
+      assertEquals(2, handler.length, id + ": Handler is not class::method");
+      try (JarFile j = new JarFile(jar.toFile())) {
+        assertNotNull(j.getEntry(handler[0].replace('.', '/') + ".class"), id + ": " + handler[0] + " is not in " + jar);
+      }
+      // Load it from the jar alone, as Lambda does: its method signatures must resolve there.
+      try (URLClassLoader loader = new URLClassLoader(new URL[] {jar.toUri().toURL()}, ClassLoader.getPlatformClassLoader())) {
+        Class<?> type = Class.forName(handler[0], false, loader);
+        assertTrue(Arrays.stream(type.getMethods()).map(Method::getName).anyMatch(handler[1]::equals),
+            id + ": " + handler[0] + " has no public method " + handler[1]);
+        assertNotNull(type.getConstructor(), id + ": Lambda needs a public no-argument constructor");
+      }
+    }
+  }
+
+  @Test
+  void everyEnvironmentVariableAFunctionReadsIsSetInTheTemplate() {
+    for (String id : TEMPLATE.functionIds()) {
+      Map<String, String> env = deployedEnvironment(id);
+      Environment recording = new Environment(env);
+      SETTINGS.get(id).accept(recording); // throws, naming the variable, if a value is unusable
+      Set<String> missing = new TreeSet<>(recording.variablesRead());
+      missing.removeAll(env.keySet());
+      missing.removeAll(NOT_FROM_THE_TEMPLATE);
+      assertTrue(missing.isEmpty(), id + " reads " + missing + ", which the template does not set");
+    }
+  }
+
+  @Test
+  void noIamPolicyAllowsAWildcardAction() {
+    List<String> wildcards = new ArrayList<>();
+    for (String id : TEMPLATE.functionIds()) {
+      for (JsonNode policy : ROOT.path("Resources").path(id).path("Properties").path("Policies")) {
+        assertTrue(policy.has("Statement"), id + ": policies are inline statements, not policy templates: " + policy);
+        for (JsonNode statement : policy.path("Statement")) {
+          assertEquals("Allow", statement.path("Effect").asText());
+          for (JsonNode action : statement.path("Action")) {
+            if (action.asText().contains("*")) {
+              wildcards.add(id + ": " + action.asText());
+            }
+          }
+          assertFalse(statement.path("Resource").asText().equals("*"), id + ": statement on every resource: " + statement);
+        }
+      }
+    }
+    assertTrue(wildcards.isEmpty(), "wildcard actions: " + wildcards);
+  }
+
+  @Test
+  void everyBucketIsPrivateEncryptedAndTlsOnly() {
+    List<String> buckets = resourcesOfType("AWS::S3::Bucket");
+    assertFalse(buckets.isEmpty());
+    for (String id : buckets) {
+      JsonNode props = ROOT.path("Resources").path(id).path("Properties");
+      JsonNode block = props.path("PublicAccessBlockConfiguration");
+      for (String flag : List.of("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")) {
+        assertTrue(block.path(flag).asBoolean(), id + ": " + flag + " is not true");
+      }
+      assertFalse(props.path("BucketEncryption").path("ServerSideEncryptionConfiguration").path(0)
+          .path("ServerSideEncryptionByDefault").path("SSEAlgorithm").asText().isEmpty(), id + ": no default encryption");
+      assertTrue(resourcesOfType("AWS::S3::BucketPolicy").stream()
+          .map(p -> ROOT.path("Resources").path(p).path("Properties"))
+          .filter(p -> p.path("Bucket").path("Ref").asText().equals(id))
+          .flatMap(p -> stream(p.path("PolicyDocument").path("Statement")))
+          .anyMatch(s -> s.path("Effect").asText().equals("Deny")
+              && s.path("Condition").path("Bool").path("aws:SecureTransport").asText().equals("false")),
+          id + ": no bucket policy denying requests without TLS");
+      JsonNode rules = props.path("LifecycleConfiguration").path("Rules");
+      assertTrue(stream(rules).anyMatch(r -> r.has("AbortIncompleteMultipartUpload")), id + ": incomplete uploads never aborted");
+      assertTrue(stream(rules).anyMatch(r -> r.path("Prefix").asText().equals("quarantine/") && r.has("ExpirationInDays")),
+          id + ": the quarantine is never cleared");
+    }
+  }
+
+  @Test
+  void theStreamSourceRetriesBisectsReportsPartialFailuresAndKeepsWhatItGivesUpOn() {
+    JsonNode stream = ROOT.path("Resources").path("Stager").path("Properties").path("Events").path("Stream").path("Properties");
+    assertEquals("TRIM_HORIZON", stream.path("StartingPosition").asText());
+    assertTrue(stream.path("BisectBatchOnFunctionError").asBoolean());
+    assertEquals("ReportBatchItemFailures", stream.path("FunctionResponseTypes").path(0).asText());
+    assertTrue(stream.path("MaximumRetryAttempts").asInt() > 0);
+    assertTrue(stream.path("MaximumRecordAgeInSeconds").asInt() > 0);
+    String queue = stream.path("DestinationConfig").path("OnFailure").path("Destination").path("Fn::GetAtt").path(0).asText();
+    JsonNode q = ROOT.path("Resources").path(queue);
+    assertEquals("AWS::SQS::Queue", q.path("Type").asText(), "the on-failure destination is a queue");
+    assertTrue(q.path("Properties").path("SqsManagedSseEnabled").asBoolean()
+        || q.path("Properties").has("KmsMasterKeyId"), "the failure queue is encrypted");
+  }
+
+  @Test
+  void theMergerAndMaintenanceRunOneAtATimeOnTheirSchedules() {
+    for (String id : List.of("Merger", "Maintenance")) {
+      JsonNode props = ROOT.path("Resources").path(id).path("Properties");
+      assertEquals(1, props.path("ReservedConcurrentExecutions").asInt(), id);
+      assertEquals("ScheduleV2", props.path("Events").path("Schedule").path("Type").asText(), id);
+    }
+  }
+
+  @Test
+  void everyLogGroupHasARetentionAndEveryFunctionLogsToOne() {
+    for (String id : TEMPLATE.functionIds()) {
+      String group = ROOT.path("Resources").path(id).path("Properties").path("LoggingConfig").path("LogGroup").path("Ref").asText();
+      assertEquals("AWS::Logs::LogGroup", ROOT.path("Resources").path(group).path("Type").asText(), id + " logs to " + group);
+    }
+    for (String id : resourcesOfType("AWS::Logs::LogGroup")) {
+      assertTrue(ROOT.path("Resources").path(id).path("Properties").has("RetentionInDays"), id + " keeps logs forever");
+    }
+  }
+
+  @Test
+  void theAlarmsWatchIteratorAgeTheFailureQueueErrorsAndFreshness() {
+    Set<String> metrics = resourcesOfType("AWS::CloudWatch::Alarm").stream()
+        .map(id -> ROOT.path("Resources").path(id).path("Properties").path("MetricName").asText())
+        .collect(Collectors.toSet());
+    assertTrue(metrics.containsAll(Set.of("IteratorAge", "ApproximateNumberOfMessagesVisible", "Errors",
+        "FreshnessLagSeconds")), "alarmed metrics: " + metrics);
+  }
+
+  /**
+   * A function's variables as Lambda would see them: the template's (Globals, then the function's),
+   * with a sample value where the template computes one when deployed.
+   */
+  private static Map<String, String> deployedEnvironment(String id) {
+    Map<String, String> env = new HashMap<>();
+    for (JsonNode scope : List.of(ROOT.path("Globals").path("Function"), ROOT.path("Resources").path(id).path("Properties"))) {
+      for (Iterator<Map.Entry<String, JsonNode>> it = scope.path("Environment").path("Variables").fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> v = it.next();
+        env.put(v.getKey(), v.getValue().isValueNode() ? v.getValue().asText() : sample(v.getKey()));
+      }
+    }
+    return env;
+  }
+
+  private static String sample(String variable) {
+    return switch (variable) {
+      case "TABLE_LOCATION" -> "s3://bucket/warehouse/db/table";
+      case "TABLE_FORMAT_VERSION" -> "2";
+      case "STAGING_PREFIX" -> "staging/";
+      default -> "sample";
+    };
+  }
+
+  private static List<String> resourcesOfType(String type) {
+    List<String> ids = new ArrayList<>();
+    ROOT.path("Resources").fields().forEachRemaining(e -> {
+      if (e.getValue().path("Type").asText().equals(type)) {
+        ids.add(e.getKey());
+      }
+    });
+    return ids;
+  }
+
+  private static java.util.stream.Stream<JsonNode> stream(JsonNode array) {
+    List<JsonNode> nodes = new ArrayList<>();
+    array.forEach(nodes::add);
+    return nodes.stream();
+  }
+}
