@@ -12,6 +12,7 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3Configuration;
 
 /**
  * A real S3-compatible server (s3proxy) started in-process on 127.0.0.1 and a free port. Tests and
@@ -90,6 +91,9 @@ public final class EmbeddedS3Server implements AutoCloseable {
         .region(Region.of(REGION))
         .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
         .httpClient(UrlConnectionHttpClient.create())
+        // Without "Expect: 100-continue": when the server answers a PUT before reading its body, the
+        // JDK's client fails with "Error writing request body" instead of reporting the answer.
+        .serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build())
         .build();
   }
 

@@ -9,6 +9,7 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3Configuration;
 
 /**
  * How to reach S3. In AWS only the region matters (Lambda sets AWS_REGION); locally
@@ -58,6 +59,9 @@ public record S3Settings(String region, URI endpoint, boolean pathStyle, AwsCred
         .forcePathStyle(pathStyle);
     if (endpoint != null) {
       builder.endpointOverride(endpoint);
+      // A local S3-compatible server may answer a PUT before reading its body; without
+      // "Expect: 100-continue" the JDK's client then reports the answer, not a write error.
+      builder.serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build());
     }
     return builder.build();
   }
