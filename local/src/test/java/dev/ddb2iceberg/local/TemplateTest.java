@@ -223,6 +223,8 @@ class TemplateTest {
       case "TABLE_LOCATION" -> "s3://bucket/warehouse/db/table";
       case "TABLE_FORMAT_VERSION" -> "2";
       case "STAGING_PREFIX" -> "staging/";
+      case "COLUMN_TYPES" -> "price=decimal(12,2)";
+      case "ITEM_JSON_COLUMN", "ITEM_VARIANT_COLUMN" -> "false";
       default -> "sample";
     };
   }

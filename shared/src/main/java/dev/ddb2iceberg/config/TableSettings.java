@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.config;
 
+import dev.ddb2iceberg.table.TypeHints;
+import dev.ddb2iceberg.table.TypeMapping;
+import java.util.Map;
+
 /**
  * Where the Iceberg table lives and how a new one is laid out.
  *
@@ -10,9 +14,14 @@ package dev.ddb2iceberg.config;
  * @param formatVersion 2 (position deletes, readable by every engine) or 3 (deletion vectors)
  * @param location where a new table's files go, e.g. {@code s3://bucket/warehouse/db/table}; null to
  *     let the catalog choose (Glue uses the database's location)
+ * @param columnTypes the user's column types by attribute, overriding inference (COLUMN_TYPES)
+ * @param itemJson whether a new table gets a {@code _ddb_item} column holding each whole item as
+ *     DynamoDB JSON (ITEM_JSON_COLUMN)
+ * @param itemVariant whether a new format v3 table gets a {@code _ddb_variant} column holding each
+ *     whole item as a variant (ITEM_VARIANT_COLUMN)
  */
 public record TableSettings(String namespace, String name, String partitionKey, String partitionSpec, int formatVersion,
-    String location) {
+    String location, Map<String, TypeMapping.Column> columnTypes, boolean itemJson, boolean itemVariant) {
 
   public static TableSettings from(Environment env) {
     int version = env.positiveInt("TABLE_FORMAT_VERSION", 2);
@@ -37,7 +46,19 @@ public record TableSettings(String namespace, String name, String partitionKey, 
       throw new ConfigurationException("Environment variable TABLE_LOCATION='" + location
           + "' is not an S3 location such as s3://my-bucket/warehouse/" + namespace + "/" + name + ".");
     }
+    Map<String, TypeMapping.Column> columnTypes =
+        TypeHints.parse(env.optional("COLUMN_TYPES", ""), "Environment variable COLUMN_TYPES");
     return new TableSettings(namespace, name, partitionKey.isEmpty() ? null : partitionKey,
-        spec.isEmpty() ? null : spec, version, location.isEmpty() ? null : location);
+        spec.isEmpty() ? null : spec, version, location.isEmpty() ? null : location, columnTypes,
+        env.bool("ITEM_JSON_COLUMN", false), itemVariant(env, version));
+  }
+
+  private static boolean itemVariant(Environment env, int formatVersion) {
+    boolean variant = env.bool("ITEM_VARIANT_COLUMN", false);
+    if (variant && formatVersion < 3) {
+      throw new ConfigurationException("Environment variable ITEM_VARIANT_COLUMN=true needs TABLE_FORMAT_VERSION=3:"
+          + " Iceberg's variant type exists from format v3 on.");
+    }
+    return variant;
   }
 }

@@ -360,12 +360,16 @@ public final class Merger {
         images.add(c.newImage());
       }
     }
-    Map<String, Type> added = TableLayout.of(table).newColumns(images);
+    int[] placeholderIds = {table.schema().highestFieldId()};
+    List<TableLayout.Addition> added =
+        TableLayout.of(table).newColumns(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
     if (added.isEmpty()) {
       return table;
     }
     UpdateSchema update = table.updateSchema();
-    added.forEach(update::addColumn);
+    for (TableLayout.Addition a : added) {
+      update.addColumn(a.parent(), a.name(), a.type(), a.doc());
+    }
     update.commit();
     table.refresh();
     LOG.info("Added columns {}", added);

@@ -74,11 +74,26 @@ public final class TableCreator {
     fields.add(Types.NestedField.optional(id0++, TableLayout.OVERFLOW,
         Types.MapType.ofRequired(id0++, id0++, Types.StringType.get(), Types.StringType.get()),
         "attributes no typed column holds exactly, as DynamoDB JSON"));
+    if (settings.itemJson()) {
+      fields.add(Types.NestedField.optional(id0++, TableLayout.ITEM, Types.StringType.get(),
+          "the whole item as DynamoDB JSON (ITEM_JSON_COLUMN)"));
+    }
+    if (settings.itemVariant()) {
+      fields.add(Types.NestedField.optional(id0++, TableLayout.VARIANT, Types.VariantType.get(),
+          "the whole item as a variant (ITEM_VARIANT_COLUMN)"));
+    }
+    // The user's typed columns exist from the start, so the partition spec may use them.
+    for (Map.Entry<String, TypeMapping.Column> hint : settings.columnTypes().entrySet()) {
+      if (!keyTypes.containsKey(hint.getKey())) {
+        fields.add(Types.NestedField.optional(id0++, hint.getKey(), hint.getValue().type(), hint.getValue().doc()));
+      }
+    }
     Schema base = new Schema(fields, Set.copyOf(identifiers));
     TableLayout layout = TableLayout.of(base, TableLayout.keysProperty(keyTypes));
     List<Map<String, DdbValue>> images = changes.stream().filter(c -> c.newImage() != null).map(Change::newImage).toList();
-    for (Map.Entry<String, Type> column : layout.newColumns(images).entrySet()) {
-      fields.add(Types.NestedField.optional(id0++, column.getKey(), column.getValue()));
+    int[] nextId = {id0};
+    for (TableLayout.Addition column : layout.newColumns(images, settings.columnTypes(), () -> 1_000_000 + nextId[0]++)) {
+      fields.add(Types.NestedField.optional(nextId[0]++, column.name(), column.type(), column.doc()));
     }
     Schema schema = new Schema(fields, Set.copyOf(identifiers));
 

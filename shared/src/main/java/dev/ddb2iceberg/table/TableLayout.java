@@ -10,10 +10,13 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.IntSupplier;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.GenericRecord;
@@ -35,6 +38,10 @@ public final class TableLayout {
   public static final String SEQ = "_ddb_seq";
   public static final String TIME = "_ddb_time";
   public static final String OVERFLOW = "_ddb_overflow";
+  /** Optional column (ITEM_JSON_COLUMN): the whole item as DynamoDB JSON. */
+  public static final String ITEM = "_ddb_item";
+  /** Optional column on format v3 (ITEM_VARIANT_COLUMN): the whole item as a variant. */
+  public static final String VARIANT = "_ddb_variant";
   /** Table property naming the key attributes and their DynamoDB types, e.g. {@code pk:S,sk:N}. */
   public static final String KEYS_PROPERTY = "ddb2iceberg.keys";
 
@@ -93,7 +100,7 @@ public final class TableLayout {
       if (v == null) {
         return null;
       }
-      Object col = TypeMapping.toColumn(schema.findField(name).type(), keyDdbTypes.get(name), v);
+      Object col = TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v);
       if (col == TypeMapping.DOES_NOT_FIT) {
         return null;
       }
@@ -109,7 +116,7 @@ public final class TableLayout {
     }
     for (String name : keyNames) {
       DdbValue v = c.keys().get(name);
-      if (TypeMapping.toColumn(schema.findField(name).type(), keyDdbTypes.get(name), v) == TypeMapping.DOES_NOT_FIT) {
+      if (TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v) == TypeMapping.DOES_NOT_FIT) {
         return "key attribute '" + name + "' = " + DdbJson.write(v) + " does not fit its column of type "
             + schema.findField(name).type() + " (DynamoDB type " + keyDdbTypes.get(name) + ")";
       }
@@ -138,40 +145,97 @@ public final class TableLayout {
     return order;
   }
 
-  /** The DynamoDB type a typed column holds. */
-  public String ddbType(Types.NestedField column) {
-    String keyType = keyDdbTypes.get(column.name());
-    return keyType != null ? keyType : TypeMapping.defaultDdbType(column.type());
-  }
-
   /** Whether an attribute of this name may get a typed column of its own. */
-  private boolean mayHaveColumn(String attribute) {
-    return !attribute.startsWith("_ddb_") && !attribute.contains(".") && !attribute.isEmpty();
+  private static boolean mayHaveColumn(String attribute) {
+    return TypeMapping.mayBeFieldName(attribute);
   }
 
   /**
-   * Typed columns to add for attributes of these items that the schema lacks, in first-seen order.
-   * An attribute whose name differs from an existing column only by case gets none (engines that
-   * ignore case could not tell them apart); its values go to the overflow map.
+   * A column to add: {@code parent} is null for a top-level column, else the dotted path of the
+   * struct (or list of structs) that gets a new field.
    */
-  public Map<String, Type> newColumns(Iterable<Map<String, DdbValue>> items) {
-    Map<String, Type> added = new LinkedHashMap<>();
-    Map<String, String> seenLower = new HashMap<>(columnsByLowerName);
+  public record Addition(String parent, String name, Type type, String doc) {
+    @Override
+    public String toString() {
+      return (parent == null ? "" : parent + ".") + name + " " + type;
+    }
+  }
+
+  /**
+   * Columns to add for what these items hold and the schema lacks: new attributes (typed by the
+   * user's hint, else inferred from this run's values) and new keys of maps held in struct
+   * columns. An attribute whose name differs from an existing column only by case gets none
+   * (engines that ignore case could not tell them apart); its values go to the overflow map.
+   * Nested types carry placeholder field ids from {@code ids}; Iceberg assigns the real ones.
+   */
+  public List<Addition> newColumns(Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints,
+      IntSupplier ids) {
+    Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
     for (Map<String, DdbValue> item : items) {
-      for (Map.Entry<String, DdbValue> e : item.entrySet()) {
-        String name = e.getKey();
-        if (schema.findField(name) != null || added.containsKey(name) || !mayHaveColumn(name)) {
-          continue;
+      item.forEach((name, v) -> byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
+    }
+    List<Addition> added = new ArrayList<>();
+    Map<String, String> seenLower = new HashMap<>(columnsByLowerName);
+    for (Map.Entry<String, List<DdbValue>> e : byAttribute.entrySet()) {
+      String name = e.getKey();
+      Types.NestedField existing = schema.findField(name);
+      if (existing != null) {
+        if (!keyDdbTypes.containsKey(name)) {
+          addNestedFields(name, existing.type(), TypeMapping.shapeOf(existing), e.getValue(), ids, added);
         }
-        Type type = TypeMapping.columnTypeFor(e.getValue());
-        String lower = name.toLowerCase(Locale.ROOT);
-        if (type != null && !seenLower.containsKey(lower)) {
-          added.put(name, type);
-          seenLower.put(lower, name);
-        }
+        continue;
+      }
+      String lower = name.toLowerCase(Locale.ROOT);
+      if (!mayHaveColumn(name) || seenLower.containsKey(lower)) {
+        continue;
+      }
+      TypeMapping.Column column = hints.containsKey(name) ? hints.get(name) : TypeMapping.infer(e.getValue(), ids);
+      if (column != null) {
+        added.add(new Addition(null, name, column.type(), column.doc()));
+        seenLower.put(lower, name);
       }
     }
     return added;
+  }
+
+  /** New fields for map keys a struct column (or a list of structs) has not seen before. */
+  private static void addNestedFields(String path, Type type, String shape, List<DdbValue> values, IntSupplier ids,
+      List<Addition> added) {
+    if (shape.equals("M") && type.isStructType()) {
+      Types.StructType struct = type.asStructType();
+      Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
+      for (DdbValue v : values) {
+        if (v instanceof DdbValue.M m) {
+          m.fields().forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x));
+        }
+      }
+      Map<String, List<DdbValue>> newKeys = new LinkedHashMap<>();
+      Set<String> lowerNames = new HashSet<>();
+      for (Types.NestedField f : struct.fields()) {
+        lowerNames.add(f.name().toLowerCase(Locale.ROOT));
+      }
+      byKey.forEach((k, vs) -> {
+        Types.NestedField f = struct.field(k);
+        if (f == null) {
+          newKeys.put(k, vs);
+        } else {
+          addNestedFields(path + "." + k, f.type(), TypeMapping.shapeOf(f), vs, ids, added);
+        }
+      });
+      for (Types.NestedField f : TypeMapping.structFields(newKeys, lowerNames, struct.fields().size(), ids)) {
+        added.add(new Addition(path, f.name(), f.type(), f.doc()));
+      }
+    } else if (shape.startsWith("L<") && type.isListType()) {
+      List<DdbValue> elements = new ArrayList<>();
+      for (DdbValue v : values) {
+        if (v instanceof DdbValue.L l) {
+          elements.addAll(l.elements());
+        }
+      }
+      Types.NestedField element = type.asListType().fields().get(0);
+      String elementShape = shape.substring(2, shape.length() - 1);
+      addNestedFields(path + "." + element.name(), element.type(), elementShape, elements, ids, added);
+    }
   }
 
   /** The row for an item written by change {@code c}. */
@@ -179,22 +243,31 @@ public final class TableLayout {
     GenericRecord row = GenericRecord.create(schema);
     Map<String, String> overflow = null;
     for (Map.Entry<String, DdbValue> e : c.newImage().entrySet()) {
-      Types.NestedField column = mayHaveColumn(e.getKey()) ? schema.findField(e.getKey()) : null;
-      Object value = column == null || !column.type().isPrimitiveType()
-          ? TypeMapping.DOES_NOT_FIT
-          : TypeMapping.toColumn(column.type(), ddbType(column), e.getValue());
-      if (value == TypeMapping.DOES_NOT_FIT) {
+      String name = e.getKey();
+      Types.NestedField column = mayHaveColumn(name) ? schema.findField(name) : null;
+      boolean exact = false;
+      if (column != null) {
+        String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
+        TypeMapping.Projection p = TypeMapping.project(e.getValue(), column.type(), shape);
+        row.setField(column.name(), p.value());
+        exact = p.exact();
+      }
+      if (!exact) {
         if (overflow == null) {
           overflow = new LinkedHashMap<>();
         }
-        overflow.put(e.getKey(), DdbJson.write(e.getValue()));
-      } else {
-        row.setField(column.name(), value);
+        overflow.put(name, DdbJson.write(e.getValue()));
       }
     }
     row.setField(OVERFLOW, overflow);
     row.setField(SEQ, SequenceNumbers.pad(c.sequenceNumber()));
     row.setField(TIME, OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
+    if (schema.findField(ITEM) != null) {
+      row.setField(ITEM, DdbJson.writeItem(c.newImage()));
+    }
+    if (schema.findField(VARIANT) != null) {
+      row.setField(VARIANT, VariantItem.of(c.newImage()));
+    }
     return row;
   }
 
@@ -203,12 +276,13 @@ public final class TableLayout {
     Map<String, DdbValue> item = new LinkedHashMap<>();
     for (Types.NestedField column : schema.columns()) {
       String name = column.name();
-      if (name.equals(SEQ) || name.equals(TIME) || name.equals(OVERFLOW)) {
+      if (name.startsWith("_ddb_")) {
         continue;
       }
       Object value = row.getField(name);
       if (value != null) {
-        item.put(name, TypeMapping.fromColumn(ddbType(column), value));
+        String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
+        item.put(name, TypeMapping.reconstruct(value, column.type(), shape));
       }
     }
     @SuppressWarnings("unchecked")
