@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.merge.Checkpoint;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Instant;
@@ -69,6 +70,8 @@ final class OrphanFiles {
     ReachableFileUtil.metadataFileLocations(table, true).forEach(p -> files.add(normalize(p)));
     ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
     ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
+    // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
+    Checkpoint.removalFiles(table).forEach(p -> files.add(normalize(p)));
     String versionHint = ReachableFileUtil.versionHintLocation(table);
     if (versionHint != null) {
       files.add(normalize(versionHint));

@@ -73,10 +73,51 @@ public final class Checkpoint {
     return null;
   }
 
+  /**
+   * A property of the checkpoint, by the same rule as {@link #read}: the newest merger snapshot's
+   * value (null if it has none), else the newest copy a maintenance snapshot carried.
+   */
+  public static String readProperty(Table table, String property) {
+    Snapshot current = table.currentSnapshot();
+    if (current == null) {
+      return null;
+    }
+    String carried = null;
+    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
+      if (s.summary().containsKey(RUN_ID)) {
+        return s.summary().get(property);
+      }
+      if (carried == null) {
+        carried = s.summary().get(property);
+      }
+    }
+    return carried;
+  }
+
   /** Summary properties a maintenance commit sets to carry the checkpoint forward. */
   public static java.util.Map<String, String> carried(Table table) {
+    java.util.Map<String, String> carried = new java.util.HashMap<>();
     Set<String> tokens = read(table);
-    return tokens.isEmpty() ? java.util.Map.of() : java.util.Map.of(APPLIED, encode(tokens));
+    if (!tokens.isEmpty()) {
+      carried.put(APPLIED, encode(tokens));
+    }
+    String removals = readProperty(table, Tombstones.PROPERTY);
+    if (removals != null) {
+      carried.put(Tombstones.PROPERTY, removals);
+    }
+    return carried;
+  }
+
+  /** The removals file every snapshot of the table names (maintenance must keep these). */
+  public static Set<String> removalFiles(Table table) {
+    Set<String> files = new LinkedHashSet<>();
+    for (Snapshot s : table.snapshots()) {
+      String f = s.summary().get(Tombstones.PROPERTY);
+      if (f != null) {
+        files.add(f);
+      }
+    }
+    return files;
   }
 
   public static String encode(Collection<String> tokens) {

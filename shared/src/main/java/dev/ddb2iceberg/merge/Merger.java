@@ -65,6 +65,11 @@ import org.slf4j.LoggerFactory;
 public final class Merger {
   private static final Logger LOG = LoggerFactory.getLogger(Merger.class);
   private static final ObjectMapper JSON = new ObjectMapper();
+  /**
+   * How long a removal is remembered: longer than DynamoDB Streams keeps a record (24 h), so no
+   * redelivered older change of a removed item can arrive after it is forgotten.
+   */
+  static final Duration REMOVALS_KEPT = Duration.ofHours(48);
 
   private final Catalog catalog;
   private final TableIdentifier id;
@@ -277,6 +282,7 @@ public final class Merger {
 
     long tFind = System.nanoTime();
     Snapshot base = table.currentSnapshot();
+    Tombstones removals = Tombstones.read(table, layout);
     LiveRowFinder.Found found = base == null
         ? new LiveRowFinder.Found(Map.of(), 0, 0)
         : new LiveRowFinder(table, layout, pool).find(base.snapshotId(), latest.keySet());
@@ -284,23 +290,27 @@ public final class Merger {
     List<Record> rows = new ArrayList<>();
     List<LiveRow> toDelete = new ArrayList<>();
     List<Change> applied = new ArrayList<>();
+    List<Change> removalsSeen = new ArrayList<>(); // every change the removals file must know of
     long stale = 0;
     for (Map.Entry<List<Object>, Change> e : latest.entrySet()) {
       Change c = e.getValue();
       List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
       String padded = SequenceNumbers.pad(c.sequenceNumber());
-      if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)) {
-        stale++; // the table already holds this change or a newer one
+      if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)
+          || (live.isEmpty() && removals.removedAfter(e.getKey(), c.sequenceNumber()))) {
+        stale++; // the table already holds this change or a newer one, or removed the item since
         continue;
       }
       toDelete.addAll(live);
+      removalsSeen.add(c);
       if (c.operation().isUpsert()) {
         rows.add(layout.toRow(c));
       } else if (live.isEmpty()) {
-        continue; // removing an item the table never had
+        continue; // removing an item the table does not have: only the removals file notes it
       }
       applied.add(c);
     }
+    String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), REMOVALS_KEPT, runId);
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
@@ -321,6 +331,9 @@ public final class Merger {
     if (base != null) {
       delta.validateFromSnapshot(base.snapshotId());
       delta.validateDataFilesExist(toDelete.stream().map(r -> (CharSequence) r.task().file().location()).toList());
+    }
+    if (removalsFile != null) {
+      delta.set(Tombstones.PROPERTY, removalsFile);
     }
     dataFiles.forEach(delta::addRows);
     deletes.deleteFiles().forEach(delta::addDeletes);

@@ -11,6 +11,7 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.embedded.UnknownOutcomeCatalog;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -200,6 +201,30 @@ class MergerTest {
     MergeResult r = merger().run();
     assertEquals(0, r.deletes());
     assertEquals(0, r.changesApplied());
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void anOlderChangeDeliveredAgainAfterTheItemWasRemovedDoesNotBringItBack() {
+    // Lambda bisects a batch whose first delivery was staged (and merged) before the stager failed:
+    // the first half arrives again, as its own staged object, after the removal was applied.
+    KeyedWorkload w = new KeyedWorkload(31, 10);
+    Change insert = w.upsert(1, Operation.INSERT);
+    Change remove = w.remove(1, false);
+    Change neverThere = w.upsert(2, Operation.INSERT);
+    Change removeNeverThere = w.remove(2, true);
+    stage(List.of(insert, neverThere, remove, removeNeverThere));
+    merger().run();
+    assertEquals(0, TableItems.read(table()).size());
+    stage(List.of(insert, neverThere)); // the redelivered first half
+    MergeResult r = merger().run();
+    assertEquals(2, r.staleSkipped(), "both inserts are older than the removals on file");
+    assertEquals(0, TableItems.read(table()).size(), "no removed item came back");
+    assertTableEqualsModel();
+    // a newer insert still creates the item again
+    stage(List.of(w.upsert(1, Operation.INSERT)));
+    merger().run();
+    assertEquals(1, TableItems.read(table()).size());
     assertTableEqualsModel();
   }
 

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.embedded;
 
 import dev.ddb2iceberg.merge.Checkpoint;
 import java.util.List;
@@ -17,16 +17,16 @@ import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.LocationProvider;
 
 /**
- * Wraps the real (SQLite) catalog so that the next merge commit ends in
+ * For tests: wraps the real (SQLite) catalog so that the next merge commit ends in
  * {@link CommitStateUnknownException}, as when the connection to Glue drops mid-commit: either
  * after the commit really landed, or before it did. Everything else goes to the real catalog.
  */
-final class UnknownOutcomeCatalog implements Catalog {
+public final class UnknownOutcomeCatalog implements Catalog {
   private final Catalog delegate;
   private final boolean landsBeforeFailing;
   private int failuresLeft = 1;
 
-  UnknownOutcomeCatalog(Catalog delegate, boolean landsBeforeFailing) {
+  public UnknownOutcomeCatalog(Catalog delegate, boolean landsBeforeFailing) {
     this.delegate = delegate;
     this.landsBeforeFailing = landsBeforeFailing;
   }

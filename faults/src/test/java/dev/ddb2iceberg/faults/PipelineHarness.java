@@ -1,0 +1,399 @@
+package dev.ddb2iceberg.faults;
+
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.UnknownOutcomeCatalog;
+import dev.ddb2iceberg.maintainer.MaintenanceSettings;
+import dev.ddb2iceberg.maintenance.Maintenance;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.MergeResult;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+
+/**
+ * One seed's run of the whole pipeline: the source table changes, Lambda delivers its stream to the
+ * stager (batches per shard, retries from the failed record, whole batches redelivered after a
+ * crash, bisected batches, duplicates), and the merger and maintenance run in a random order, with
+ * S3 errors, crashes and commit races injected. After every merger and maintenance run the table
+ * must equal the model of exactly the staged objects its checkpoints say were applied; at the end,
+ * after a fault-free drain, it must equal the source table: nothing lost, nothing duplicated, no
+ * deleted item back.
+ */
+final class PipelineHarness {
+  /** Thrown by injected crashes: the process dies here, as a Lambda whose sandbox is killed. */
+  static final class InjectedCrash extends RuntimeException {
+    InjectedCrash(String where) {
+      super("injected crash " + where);
+    }
+  }
+
+  private final long seed;
+  private final Random random;
+  private final EmbeddedS3Server server;
+  private final FaultInjectingBlobStore faults;
+  private final SourceTable source;
+  private final MaintenanceSettings settings;
+  private final Catalog catalog;
+  private final StagingStore store;
+  private final TableIdentifier id;
+  private final FaultStats stats;
+  /** The changes in each staged object the stager wrote, by checkpoint token. */
+  private final Map<String, List<Change>> stagedObjects = new HashMap<>();
+  /** Tokens of every object some committed snapshot applied (snapshots may expire later). */
+  private final Set<String> applied = new HashSet<>();
+  private final List<String> trail = new ArrayList<>();
+
+  PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
+    this.seed = seed;
+    this.random = new Random(seed);
+    this.server = server;
+    this.faults = server.faults();
+    this.stats = stats;
+    SourceTable.KeySchema keys = SourceTable.KeySchema.values()[random.nextInt(SourceTable.KeySchema.values().length)];
+    this.source = new SourceTable(random, keys, 20 + random.nextInt(60), 1 + random.nextInt(3));
+    Map<String, String> env = new LocalStack(server, bucket, dir).environment("orders");
+    env.put("PARTITION_SPEC", random.nextBoolean() ? "none" : "bucket(4, " + source.key(0).keySet().iterator().next() + ")");
+    env.put("TABLE_FORMAT_VERSION", random.nextInt(4) == 0 ? "3" : "2");
+    // Iceberg's S3FileIO waits 2 to 20 s between retries by default; injected errors need no wait.
+    env.put("CATALOG_PROPERTIES", env.get("CATALOG_PROPERTIES")
+        + ",s3.retry.num-retries=1,s3.retry.min-wait-ms=10,s3.retry.max-wait-ms=50");
+    this.settings = MaintenanceSettings.from(new Environment(env));
+    this.catalog = settings.catalog().load();
+    this.store = new StagingStore(server.newClient(), settings.staging());
+    this.id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
+    trail.add("seed " + seed + ": keys " + keys + ", " + source.shards().size() + " shards, " + env.get("PARTITION_SPEC")
+        + ", v" + env.get("TABLE_FORMAT_VERSION"));
+  }
+
+  /** Random steps, then a fault-free drain and the final comparison with the source table. */
+  void run(int steps) {
+    for (int step = 0; step < steps; step++) {
+      int what = random.nextInt(100);
+      if (what < 30) {
+        source.change(1 + random.nextInt(60));
+        if (random.nextInt(8) == 0) {
+          source.split();
+          stats.count("shard splits");
+        }
+      } else if (what < 60) {
+        deliverOneBatch(true);
+      } else if (what < 85) {
+        merge(true);
+      } else {
+        maintain(true);
+      }
+    }
+    drain();
+  }
+
+  // ------------------------------------------------------------------ the stream and the stager
+
+  private void deliverOneBatch(boolean withFaults) {
+    List<SourceTable.Shard> readable = source.shards().stream().filter(SourceTable.Shard::readable).toList();
+    if (readable.isEmpty()) {
+      return;
+    }
+    SourceTable.Shard shard = readable.get(random.nextInt(readable.size()));
+    int size = Math.min(1 + random.nextInt(80), shard.records.size() - shard.delivered);
+    List<Change> batch = new ArrayList<>(shard.records.subList(shard.delivered, shard.delivered + size));
+    int mode = withFaults ? random.nextInt(100) : 99;
+    if (mode < 12) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1, k -> k.startsWith(settings.staging().stagingPrefix()));
+      stats.count("S3 PUT errors while staging");
+    }
+    BatchStager.Result r = stage(batch);
+    faults.clear();
+    if (mode < 12) {
+      // Lambda: the function reported a failed record, or (bisect) failed; it retries from there.
+      trail.add("stage " + describe(batch) + " with S3 down: " + (r.complete() ? "staged" : "not staged"));
+      if (!r.complete() && random.nextBoolean() && batch.size() > 1) {
+        stats.count("bisected batches");
+        stage(batch.subList(0, batch.size() / 2));
+        trail.add("  bisected: first half staged alone");
+      }
+      return; // not acknowledged: redelivered from the failed record next time
+    }
+    if (!r.complete()) {
+      throw new AssertionError("seed " + seed + ": staging failed without an injected fault: " + r.failure());
+    }
+    if (mode < 22) {
+      stats.count("stager crashes after staging, before acknowledging");
+      trail.add("stage " + describe(batch) + ", crash before acknowledging");
+      return; // Lambda saw no answer: the whole batch comes again
+    }
+    if (mode < 30) {
+      stats.count("batches delivered twice");
+      stage(batch);
+    }
+    shard.delivered += batch.size();
+    trail.add("stage " + describe(batch) + " from shard " + shard.id);
+  }
+
+  private BatchStager.Result stage(List<Change> batch) {
+    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+    if (r.complete() && r.stagedObject() != null) {
+      stagedObjects.put(Checkpoint.token(r.stagedObject()), List.copyOf(batch));
+    }
+    return r;
+  }
+
+  // ------------------------------------------------------------------ the merger
+
+  private void merge(boolean withFaults) {
+    int mode = withFaults ? random.nextInt(100) : 99;
+    MergeOptions options = random.nextInt(4) == 0 ? MergeOptions.DEFAULTS.withMaxChanges(1 + random.nextInt(80))
+        : MergeOptions.DEFAULTS;
+    boolean tableExists = catalog.tableExists(id);
+    Catalog mergeCatalog = catalog;
+    String kind = "merge";
+    if (mode < 8) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + random.nextInt(3),
+          k -> k.startsWith(settings.staging().stagingPrefix()));
+      kind = "S3 GET errors reading staged changes";
+    } else if (mode < 16) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, 1, k -> k.startsWith(settings.staging().stagingPrefix()));
+      kind = "S3 DELETE errors after the commit (crash before staged objects are deleted)";
+    } else if (mode < 22) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + random.nextInt(4), k -> k.contains("/data/"));
+      kind = "S3 PUT errors writing data files";
+    } else if (mode < 28) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.LIST, 1, k -> true);
+      kind = "S3 LIST errors listing staged changes";
+    } else if (mode < 36 && tableExists) {
+      mergeCatalog = new UnknownOutcomeCatalog(catalog, random.nextBoolean());
+      kind = "commit outcome unknown (CommitStateUnknownException)";
+    }
+    Merger merger = new Merger(mergeCatalog, settings.table(), store, options);
+    if (mode >= 36 && mode < 44) {
+      kind = "merger crashes before its commit";
+      merger.beforeCommit(t -> {
+        throw new InjectedCrash("before the merge commit");
+      });
+    } else if (mode >= 44 && mode < 52 && tableExists) {
+      kind = "maintenance commits while a merge is planning";
+      boolean[] once = {false};
+      merger.beforeCommit(t -> {
+        if (!once[0]) {
+          once[0] = true;
+          maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
+        }
+      });
+    } else if (mode >= 52 && mode < 58 && tableExists) {
+      kind = "another merger commits first";
+      boolean[] once = {false};
+      merger.beforeCommit(t -> {
+        if (!once[0]) {
+          once[0] = true;
+          runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS), "the racing merger");
+        }
+      });
+    }
+    if (!kind.equals("merge")) {
+      stats.count(kind);
+    }
+    runMerger(merger, kind);
+    faults.clear();
+    checkTableMatchesItsCheckpoints("after " + kind);
+  }
+
+  private void runMerger(Merger merger, String kind) {
+    try {
+      MergeResult r = merger.run();
+      stats.add("changes read by mergers", r.changesRead());
+      trail.add(kind + ": " + r.changesRead() + " changes from " + r.objectsApplied() + " objects, backlog "
+          + r.backlogObjects() + ", attempts " + r.commitAttempts());
+    } catch (RuntimeException e) {
+      trail.add(kind + ": failed (" + firstLine(e) + ")");
+    }
+    recordApplied();
+  }
+
+  // ------------------------------------------------------------------ maintenance
+
+  private Maintenance maintenance(Clock clock) {
+    return new Maintenance(catalog.loadTable(id),
+        settings.options().withTargetFileSize(1L << 20).withManifestThreshold(3),
+        "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(), clock);
+  }
+
+  private void maintain(boolean withFaults) {
+    if (!catalog.tableExists(id)) {
+      return;
+    }
+    recordApplied(); // before expiry can remove the snapshots that say what was applied
+    int mode = withFaults ? random.nextInt(100) : 99;
+    // Sometimes days later, so snapshots expire and unreferenced files count as orphans.
+    Clock clock = random.nextInt(3) == 0
+        ? Clock.fixed(Instant.now().plus(Duration.ofDays(10)), ZoneOffset.UTC) : Clock.systemUTC();
+    Maintenance m = maintenance(clock);
+    String kind = "maintenance";
+    if (mode < 15) {
+      kind = "maintenance crashes in the middle of compaction";
+      m.beforeCompactionCommit(t -> {
+        throw new InjectedCrash("between compaction's writes and its commit");
+      });
+    } else if (mode < 25) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, 1 + random.nextInt(3));
+      kind = "S3 DELETE errors during maintenance";
+    } else if (mode < 35) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + random.nextInt(20), k -> k.contains("/data/"));
+      kind = "S3 GET errors during compaction";
+    } else if (mode < 45) {
+      kind = "a merge commits while compaction is rewriting";
+      m.beforeCompactionCommit(t -> runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS),
+          "the racing merger"));
+    }
+    if (!kind.equals("maintenance")) {
+      stats.count(kind);
+    }
+    try {
+      m.run(EnumSet.allOf(MaintenanceTask.class), false);
+      trail.add(kind + (clock.instant().isAfter(Instant.now().plus(Duration.ofDays(1))) ? " (10 days later)" : ""));
+    } catch (RuntimeException e) {
+      trail.add(kind + ": failed (" + firstLine(e) + ")");
+    }
+    faults.clear();
+    checkTableMatchesItsCheckpoints("after " + kind);
+  }
+
+  // ------------------------------------------------------------------ checks
+
+  /** Adds the objects every merger snapshot still in the table says it applied. */
+  private void recordApplied() {
+    if (!catalog.tableExists(id)) {
+      return;
+    }
+    Table table = catalog.loadTable(id);
+    for (Snapshot s : table.snapshots()) {
+      String tokens = s.summary().get(Checkpoint.APPLIED);
+      if (tokens != null) {
+        applied.addAll(Checkpoint.decode(tokens));
+      }
+    }
+  }
+
+  /** The table holds exactly the changes of the staged objects applied so far: no more, no less. */
+  private void checkTableMatchesItsCheckpoints(String when) {
+    recordApplied();
+    if (!catalog.tableExists(id)) {
+      return;
+    }
+    ExpectedTable expected = new ExpectedTable();
+    List<Change> changes = new ArrayList<>();
+    for (String token : applied) {
+      List<Change> object = stagedObjects.get(token);
+      if (object == null) {
+        throw failure(when + ": the table says it applied staged object " + token + ", which the stager never wrote");
+      }
+      changes.addAll(object);
+    }
+    // Each key's latest change wins, as the merger keeps it: sort by sequence number first.
+    changes.sort((a, b) -> new java.math.BigInteger(a.sequenceNumber()).compareTo(new java.math.BigInteger(b.sequenceNumber())));
+    expected.apply(dedupe(changes));
+    compare(expected.items(), when);
+  }
+
+  private void compare(Map<Map<String, DdbValue>, Map<String, DdbValue>> expected, String when) {
+    Table table = catalog.loadTable(id);
+    Map<Map<String, DdbValue>, Map<String, DdbValue>> actual = TableItems.read(table);
+    long rows = 0;
+    try (CloseableIterable<Record> all = IcebergGenerics.read(table).build()) {
+      for (Record ignored : all) {
+        rows++;
+      }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    if (rows != actual.size()) {
+      throw failure(when + ": " + rows + " rows for " + actual.size() + " keys: duplicated rows");
+    }
+    if (!expected.equals(actual)) {
+      throw failure(when + ": the table differs from the model: " + ExpectedTable.diff(expected, actual));
+    }
+  }
+
+  /** Drops repeated records (a batch staged twice), keeping the first of each sequence number. */
+  private static List<Change> dedupe(List<Change> sorted) {
+    List<Change> out = new ArrayList<>();
+    for (Change c : sorted) {
+      if (out.isEmpty() || !out.get(out.size() - 1).sequenceNumber().equals(c.sequenceNumber())) {
+        out.add(c);
+      }
+    }
+    return out;
+  }
+
+  /** No more faults: deliver everything, merge until nothing waits, maintain, compare with the source. */
+  private void drain() {
+    source.closeAll();
+    while (source.shards().stream().anyMatch(SourceTable.Shard::readable)) {
+      deliverOneBatch(false);
+    }
+    for (int i = 0; i < 50; i++) {
+      merge(false);
+      if (store.list().isEmpty()) {
+        break;
+      }
+    }
+    if (!store.list().isEmpty()) {
+      throw failure("staged objects still waiting after the drain: " + store.list().size());
+    }
+    maintain(false);
+    ExpectedTable all = new ExpectedTable();
+    all.apply(source.changes());
+    if (catalog.tableExists(id)) {
+      compare(all.items(), "at the end");
+    } else if (!all.items().isEmpty()) {
+      throw failure("no table at the end, but the source has " + all.items().size() + " items");
+    }
+    stats.add("changes made at the source", source.changes().size());
+    stats.add("items in the final table", all.items().size());
+    stats.add("items near 400 KB", source.bigItems);
+    stats.count("seeds");
+  }
+
+  private AssertionError failure(String what) {
+    return new AssertionError("seed " + seed + " (rerun: mvn -pl faults test -Dfaults.seed=" + seed + "): " + what
+        + "\nsteps:\n  " + String.join("\n  ", trail));
+  }
+
+  private static String describe(List<Change> batch) {
+    return batch.size() + " records " + batch.get(0).sequenceNumber() + ".." + batch.get(batch.size() - 1).sequenceNumber();
+  }
+
+  private static String firstLine(Throwable e) {
+    String m = e.getClass().getSimpleName() + ": " + e.getMessage();
+    int nl = m.indexOf('\n');
+    return nl < 0 ? m : m.substring(0, nl);
+  }
+}

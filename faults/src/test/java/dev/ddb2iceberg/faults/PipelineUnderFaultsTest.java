@@ -1,0 +1,55 @@
+package dev.ddb2iceberg.faults;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.LongStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole pipeline, seed after seed, under random workloads, deliveries, crashes, commit races
+ * and S3 errors (see {@link PipelineHarness}). {@code -Dfaults.seeds=N} runs seeds 1..N (CI runs
+ * the module's default), {@code -Dfaults.seed=S} runs one seed, as a failure message says.
+ * Real S3 server and SQLite catalog; DynamoDB and its stream are modelled ({@link SourceTable}).
+ */
+@ExtendWith(S3ServerExtension.class)
+class PipelineUnderFaultsTest {
+  private static final FaultStats STATS = new FaultStats();
+
+  @TempDir Path dir;
+
+  @TestFactory
+  List<DynamicTest> theTableEqualsTheSourceWhateverHappens(EmbeddedS3Server server) {
+    List<DynamicTest> tests = new ArrayList<>();
+    for (long seed : seeds()) {
+      tests.add(DynamicTest.dynamicTest("seed " + seed, () -> {
+        Path work = java.nio.file.Files.createDirectories(dir.resolve("seed-" + seed));
+        new PipelineHarness(seed, server, S3ServerExtension.newBucket(server), work, STATS).run(14);
+      }));
+    }
+    return tests;
+  }
+
+  private static long[] seeds() {
+    String one = System.getProperty("faults.seed", "");
+    if (!one.isBlank()) {
+      return new long[] {Long.parseLong(one.trim())};
+    }
+    int n = Integer.parseInt(System.getProperty("faults.seeds", "200").trim());
+    return LongStream.rangeClosed(1, n).toArray();
+  }
+
+  @AfterAll
+  static void report() {
+    System.out.println("Pipeline under faults, all seeds:\n" + STATS);
+    assertTrue(STATS.get("seeds") > 0 || seeds().length == 0, "no seed ran");
+  }
+}
