@@ -383,7 +383,7 @@ final class PipelineHarness {
   }
 
   private AssertionError failure(String what) {
-    return new AssertionError("seed " + seed + " (rerun: mvn -pl faults test -Dfaults.seed=" + seed + "): " + what
+    return new AssertionError("seed " + seed + " (rerun: mvn -pl faults test -Dtest=PipelineUnderFaultsTest -Dfaults.seed=" + seed + "): " + what
         + "\nsteps:\n  " + String.join("\n  ", trail));
   }
 

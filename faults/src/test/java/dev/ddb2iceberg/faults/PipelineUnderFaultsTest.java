@@ -7,11 +7,12 @@ import dev.ddb2iceberg.embedded.S3ServerExtension;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
-import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -20,18 +21,28 @@ import org.junit.jupiter.api.io.TempDir;
  * the module's default), {@code -Dfaults.seed=S} runs one seed, as a failure message says.
  * Real S3 server and SQLite catalog; DynamoDB and its stream are modelled ({@link SourceTable}).
  */
-@ExtendWith(S3ServerExtension.class)
 class PipelineUnderFaultsTest {
   private static final FaultStats STATS = new FaultStats();
+  /**
+   * One S3 server per worker thread: injected faults act on a whole server, so two seeds running
+   * at once must not share one.
+   */
+  private static final Queue<EmbeddedS3Server> SERVERS = new ConcurrentLinkedQueue<>();
+  private static final ThreadLocal<EmbeddedS3Server> SERVER = ThreadLocal.withInitial(() -> {
+    EmbeddedS3Server server = EmbeddedS3Server.inMemory();
+    SERVERS.add(server);
+    return server;
+  });
 
   @TempDir Path dir;
 
   @TestFactory
-  List<DynamicTest> theTableEqualsTheSourceWhateverHappens(EmbeddedS3Server server) {
+  List<DynamicTest> theTableEqualsTheSourceWhateverHappens() {
     List<DynamicTest> tests = new ArrayList<>();
     for (long seed : seeds()) {
       tests.add(DynamicTest.dynamicTest("seed " + seed, () -> {
         Path work = java.nio.file.Files.createDirectories(dir.resolve("seed-" + seed));
+        EmbeddedS3Server server = SERVER.get();
         new PipelineHarness(seed, server, S3ServerExtension.newBucket(server), work, STATS).run(14);
       }));
     }
@@ -49,6 +60,7 @@ class PipelineUnderFaultsTest {
 
   @AfterAll
   static void report() {
+    SERVERS.forEach(EmbeddedS3Server::close);
     System.out.println("Pipeline under faults, all seeds:\n" + STATS);
     assertTrue(STATS.get("seeds") > 0 || seeds().length == 0, "no seed ran");
   }

@@ -63,6 +63,7 @@ public record CatalogSettings(Map<String, String> properties) {
     if (s3.endpoint() != null) {
       props.put("s3.endpoint", s3.endpoint().toString());
       props.put("s3.path-style-access", Boolean.toString(s3.pathStyle()));
+      props.put("s3.chunked-encoding-enabled", "false"); // plain uploads, as S3Settings explains
     }
     String extra = env.optional("CATALOG_PROPERTIES", "");
     if (!extra.isEmpty()) {

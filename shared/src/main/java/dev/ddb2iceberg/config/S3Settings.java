@@ -6,6 +6,7 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -59,9 +60,10 @@ public record S3Settings(String region, URI endpoint, boolean pathStyle, AwsCred
         .forcePathStyle(pathStyle);
     if (endpoint != null) {
       builder.endpointOverride(endpoint);
-      // A local S3-compatible server may answer a PUT before reading its body; without
-      // "Expect: 100-continue" the JDK's client then reports the answer, not a write error.
-      builder.serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build());
+      // Local S3-compatible servers get plain uploads: s3proxy sometimes answers an aws-chunked
+      // upload under load before reading all of it (see EmbeddedS3Server.LOCAL_UPLOADS).
+      builder.requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+          .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).expectContinueEnabled(false).build());
     }
     return builder.build();
   }

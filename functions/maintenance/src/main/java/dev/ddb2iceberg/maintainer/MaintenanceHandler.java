@@ -68,12 +68,14 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     MaintenanceResult result;
     Table table = TableCreator.loadIfExists(catalog, id);
     if (table == null) {
-      LOG.info("Table {} does not exist yet (the merger creates it on its first run): nothing to maintain", id);
+      String note = "Table " + id + " does not exist yet (the merger creates it on its first run): nothing to maintain";
+      LOG.info(note);
       result = new MaintenanceResult(request.dryRun(), MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0);
-    } else {
-      result = new Maintenance(table, settings.options(), settings.stagingUri(), clock)
-          .run(request.tasks(), request.dryRun());
+      JSON.writeValue(output, JSON.<com.fasterxml.jackson.databind.node.ObjectNode>valueToTree(result).put("note", note));
+      return;
     }
+    result = new Maintenance(table, settings.options(), settings.stagingUri(), clock)
+        .run(request.tasks(), request.dryRun());
     JSON.writeValue(output, result);
   }
 
