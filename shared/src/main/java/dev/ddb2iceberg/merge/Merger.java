@@ -143,7 +143,7 @@ public final class Merger {
         table.refresh(); // re-plan against what the winning commit left
       }
       try {
-        outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, pool);
+        outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, removalsCutoff(pending), pool);
       } catch (ValidationException | CommitFailedException lost) {
         if (attempts >= options.maxCommitAttempts()) {
           throw new IllegalStateException("Gave up after " + attempts + " commit attempts, each racing another commit"
@@ -246,7 +246,20 @@ public final class Merger {
     static final Attempt NONE = new Attempt(null, List.of(), 0, 0, 0, 0, 0, 0, 0);
   }
 
-  private Attempt attempt(Table table, Slice slice, Set<String> stillStaged, String runId, ExecutorService pool) {
+  /**
+   * Removals recorded before this time may be forgotten: an older change of a removed item can be
+   * staged again up to a day after the removal was recorded (the stream keeps records 24 h), and
+   * then wait, staged, while the merger is down; so the window runs from the oldest staged object
+   * still waiting, not only from now.
+   */
+  private static long removalsCutoff(List<StagedObject> pending) {
+    long now = System.currentTimeMillis();
+    long oldestWaiting = pending.stream().mapToLong(o -> o.lastModified().toEpochMilli()).min().orElse(now);
+    return Math.min(now, oldestWaiting) - REMOVALS_KEPT.toMillis();
+  }
+
+  private Attempt attempt(Table table, Slice slice, Set<String> stillStaged, String runId, long removalsCutoff,
+      ExecutorService pool) {
     // Another merger may have applied some of the slice since it was listed.
     Set<String> checkpoint = Checkpoint.read(table);
     List<Change> changes = new ArrayList<>();
@@ -310,7 +323,7 @@ public final class Merger {
       }
       applied.add(c);
     }
-    String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), REMOVALS_KEPT, runId);
+    String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);

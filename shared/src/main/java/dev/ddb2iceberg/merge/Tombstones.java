@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -25,10 +24,10 @@ import org.apache.iceberg.io.OutputFile;
  * change of it again later: a batch staged, then retried or bisected after the stager failed, lands
  * in a second staged object that the merger may take after the first was applied. Without a
  * record of the removal, that older change would bring the item back. So each merge commit names,
- * in its snapshot summary, a file of the removals of the last {@code window} (longer than the
- * stream keeps records, so longer than any redelivery), and an upsert of an item with no live row
- * is skipped when a removal at least as new is on file. The file is written before the commit that
- * names it, so it and the table change together.
+ * in its snapshot summary, a file of recent removals (kept {@code Merger.REMOVALS_KEPT}, longer than
+ * the stream keeps records, counted from the oldest staged object still waiting), and an upsert of
+ * an item with no live row is skipped when a removal at least as new is on file. The file is
+ * written before the commit that names it, so it and the table change together.
  */
 final class Tombstones {
   static final String PROPERTY = "ddb2iceberg.tombstones";
@@ -77,11 +76,11 @@ final class Tombstones {
    * The file's location after this run: unchanged when nothing was removed, upserted or expired;
    * else a new file holding the run's removals, without the keys it wrote and the expired ones.
    */
-  String update(Table table, TableLayout layout, Collection<Change> applied, long nowMillis, Duration window,
+  String update(Table table, TableLayout layout, Collection<Change> applied, long nowMillis, long forgetBeforeMillis,
       String runId) {
-    // Each removal is kept for the window from when this merge recorded it (its time field).
+    // A removal's time field says when a merge recorded it; those recorded before the cutoff go.
     Map<List<Object>, Change> next = new HashMap<>(byKey);
-    boolean changed = next.values().removeIf(c -> c.approximateCreationMillis() < nowMillis - window.toMillis());
+    boolean changed = next.values().removeIf(c -> c.approximateCreationMillis() < forgetBeforeMillis);
     for (Change c : applied) {
       List<Object> key = layout.keyOf(c);
       if (c.operation().isUpsert()) {
