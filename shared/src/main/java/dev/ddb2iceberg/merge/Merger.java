@@ -387,18 +387,22 @@ public final class Merger {
       }
     }
     int[] placeholderIds = {table.schema().highestFieldId()};
-    List<TableLayout.Addition> added =
-        TableLayout.of(table).newColumns(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
-    if (added.isEmpty()) {
+    TableLayout layout = TableLayout.of(table);
+    List<TableLayout.Addition> added = layout.newColumns(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+    List<TableLayout.Promotion> widened = layout.promotions(images);
+    if (added.isEmpty() && widened.isEmpty()) {
       return table;
     }
     UpdateSchema update = table.updateSchema();
     for (TableLayout.Addition a : added) {
       update.addColumn(a.parent(), a.name(), a.type(), a.doc());
     }
+    for (TableLayout.Promotion p : widened) {
+      update.updateColumn(p.path(), p.to());
+    }
     update.commit();
     table.refresh();
-    LOG.info("Added columns {}", added);
+    LOG.info("Added columns {}, widened {}", added, widened);
     return table;
   }
 

@@ -198,6 +198,53 @@ public final class TableLayout {
     return added;
   }
 
+  /** A number column (or struct field) to widen, by a promotion Iceberg allows, so values fit it. */
+  public record Promotion(String path, Type.PrimitiveType to) {
+    @Override
+    public String toString() {
+      return path + " -> " + to;
+    }
+  }
+
+  /** Number columns and struct fields these items need widened (int → long, float → double, decimal precision). */
+  public List<Promotion> promotions(Iterable<Map<String, DdbValue>> items) {
+    Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
+    for (Map<String, DdbValue> item : items) {
+      item.forEach((name, v) -> byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
+    }
+    List<Promotion> out = new ArrayList<>();
+    byAttribute.forEach((name, values) -> {
+      Types.NestedField column = schema.findField(name);
+      if (column != null && !keyDdbTypes.containsKey(name) && mayHaveColumn(name)) {
+        promotions(name, column, values, out);
+      }
+    });
+    return out;
+  }
+
+  private static void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {
+    String shape = TypeMapping.shapeOf(field);
+    if (shape.equals("N")) {
+      Type.PrimitiveType wider = TypeMapping.promotionFor(field.type(), values);
+      if (wider != null) {
+        out.add(new Promotion(path, wider));
+      }
+    } else if (shape.equals("M") && field.type().isStructType()) {
+      Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
+      for (DdbValue v : values) {
+        if (v instanceof DdbValue.M m) {
+          m.fields().forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x));
+        }
+      }
+      byKey.forEach((k, vs) -> {
+        Types.NestedField f = field.type().asStructType().field(k);
+        if (f != null) {
+          promotions(path + "." + k, f, vs, out);
+        }
+      });
+    }
+  }
+
   /** New fields for map keys a struct column (or a list of structs) has not seen before. */
   private static void addNestedFields(String path, Type type, String shape, List<DdbValue> values, IntSupplier ids,
       List<Addition> added) {

@@ -79,16 +79,18 @@ public final class TypeMapping {
 
   // ------------------------------------------------------------------ shapes
 
-  /** The shape a field holds: from its doc, or (for columns made before docs) from its type. */
+  /** The shape a field holds: from its doc, or (for columns without one, made by someone else) from its type. */
   public static String shapeOf(Types.NestedField field) {
     String doc = field.doc();
     if (doc != null && doc.startsWith(DOC_PREFIX)) {
       return doc.substring(DOC_PREFIX.length());
     }
     switch (field.type().typeId()) {
-      case LONG: case DECIMAL: case DOUBLE: return "N";
+      case INTEGER: case LONG: case DECIMAL: case FLOAT: case DOUBLE: return "N";
       case BOOLEAN: return "BOOL";
       case BINARY: return "B";
+      case STRUCT: return "M"; // a struct someone else added: its fields are map keys
+      case LIST: return "L<" + shapeOf(field.type().asListType().fields().get(0)) + ">";
       default: return "S";
     }
   }
@@ -215,6 +217,53 @@ public final class TypeMapping {
     return texts;
   }
 
+  /**
+   * The wider type a number column needs so that these values fit it exactly, by the promotions
+   * Iceberg allows (int → long, float → double, a decimal's precision up to 38 at the same scale);
+   * null when none is needed or none would help (the values then go to the overflow map).
+   */
+  public static Type.PrimitiveType promotionFor(Type current, List<DdbValue> values) {
+    switch (current.typeId()) {
+      case INTEGER: {
+        boolean needed = false;
+        for (DdbValue v : values) {
+          if (v instanceof DdbValue.N n && !number(n.text(), current).exact() && number(n.text(), Types.LongType.get()).exact()) {
+            needed = true;
+          }
+        }
+        return needed ? Types.LongType.get() : null;
+      }
+      case FLOAT: {
+        boolean needed = false;
+        for (DdbValue v : values) {
+          if (v instanceof DdbValue.N n && !number(n.text(), current).exact() && number(n.text(), Types.DoubleType.get()).exact()) {
+            needed = true;
+          }
+        }
+        return needed ? Types.DoubleType.get() : null;
+      }
+      case DECIMAL: {
+        Types.DecimalType decimal = (Types.DecimalType) current;
+        int precision = decimal.precision();
+        for (DdbValue v : values) {
+          if (v instanceof DdbValue.N n) {
+            try {
+              BigDecimal d = new BigDecimal(n.text()).setScale(decimal.scale(), RoundingMode.UNNECESSARY);
+              if (d.precision() <= 38) {
+                precision = Math.max(precision, d.precision());
+              }
+            } catch (ArithmeticException tooManyDecimals) {
+              // a scale cannot grow: this value stays in the overflow map
+            }
+          }
+        }
+        return precision > decimal.precision() ? Types.DecimalType.of(precision, decimal.scale()) : null;
+      }
+      default:
+        return null;
+    }
+  }
+
   // ------------------------------------------------------------------ DynamoDB → column
 
   /** The column value of {@code v} in a column of {@code type} holding {@code shape}. */
@@ -312,6 +361,18 @@ public final class TypeMapping {
     switch (type.typeId()) {
       case LONG:
         return isCanonicalLong(text) ? exact(Long.parseLong(text)) : Projection.MISFIT;
+      case INTEGER: { // a column someone else made; ours are long
+        if (!isCanonicalLong(text)) {
+          return Projection.MISFIT;
+        }
+        long l = Long.parseLong(text);
+        return l == (int) l ? exact((int) l) : Projection.MISFIT;
+      }
+      case FLOAT: {
+        float f = Float.parseFloat(text);
+        return Float.isInfinite(f) ? Projection.MISFIT
+            : new Projection(f, numberText(new BigDecimal(Float.toString(f))).equals(text));
+      }
       case STRING:
         return exact(text);
       case DOUBLE: {
@@ -425,8 +486,11 @@ public final class TypeMapping {
 
   /** A number as DynamoDB writes it: plain, no trailing zeros after the point. */
   private static String numberText(Object value) {
-    if (value instanceof Long l) {
-      return Long.toString(l);
+    if (value instanceof Long || value instanceof Integer) {
+      return value.toString();
+    }
+    if (value instanceof Float f) {
+      return numberText(new BigDecimal(Float.toString(f)));
     }
     if (value instanceof Double d) {
       return numberText(new BigDecimal(Double.toString(d)));

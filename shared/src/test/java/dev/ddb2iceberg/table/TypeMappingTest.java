@@ -61,13 +61,15 @@ class TypeMappingTest {
         .withProperty(TableLayout.KEYS_PROPERTY, "pk:S").create();
   }
 
-  /** Applies the columns these items call for, as the merger does before writing them. */
+  /** Applies the columns and promotions these items call for, as the merger does before writing them. */
   private TableLayout evolve(List<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints) {
     int[] ids = {table.schema().highestFieldId()};
     List<TableLayout.Addition> added = TableLayout.of(table).newColumns(items, hints, () -> ++ids[0]);
-    if (!added.isEmpty()) {
+    List<TableLayout.Promotion> widened = TableLayout.of(table).promotions(items);
+    if (!added.isEmpty() || !widened.isEmpty()) {
       UpdateSchema update = table.updateSchema();
       added.forEach(a -> update.addColumn(a.parent(), a.name(), a.type(), a.doc()));
+      widened.forEach(w -> update.updateColumn(w.path(), w.to()));
       update.commit();
     }
     table = catalog.loadTable(id);
@@ -268,6 +270,37 @@ class TypeMappingTest {
     assertRoundTrip(layout, deeper);
     Record row = layout.toRow(change(deeper));
     assertNull(row.getField(TableLayout.OVERFLOW));
+  }
+
+  @Test
+  void numberColumnsAreWidenedByIcebergsLegalPromotionsWhenTheDataNeedsIt() {
+    // int and float columns as another engine might have made them, and a hinted decimal(12,2)
+    table.updateSchema().addColumn("qty", Types.IntegerType.get()).addColumn("ratio", Types.FloatType.get())
+        .addColumn("m", Types.StructType.of(Types.NestedField.optional(900, "n", Types.IntegerType.get()))).commit();
+    table = catalog.loadTable(id);
+    TableLayout layout = evolve(List.of(item(1, Map.of("price", new DdbValue.N("1.5")))),
+        TypeHints.parse("price=decimal(12,2)", "COLUMN_TYPES"));
+    Map<String, DdbValue> big = item(2, Map.of(
+        "qty", new DdbValue.N("3000000000"),                        // beyond int
+        "ratio", new DdbValue.N("0.123456789"),                     // more digits than a float keeps
+        "price", new DdbValue.N("123456789012345.25"),              // 17 digits at scale 2
+        "m", new DdbValue.M(Map.of("n", new DdbValue.N("-3000000000")))));
+    layout = evolve(List.of(big), Map.of());
+    Schema s = layout.schema();
+    assertEquals(Types.LongType.get(), s.findField("qty").type());
+    assertEquals(Types.DoubleType.get(), s.findField("ratio").type());
+    assertEquals(Types.DecimalType.of(17, 2), s.findField("price").type());
+    assertEquals(Types.LongType.get(), s.findField("m.n").type());
+    Record row = layout.toRow(change(big));
+    assertNull(row.getField(TableLayout.OVERFLOW), "every value fits its widened column");
+    assertEquals(3_000_000_000L, row.getField("qty"));
+    assertRoundTrip(layout, big);
+    // a scale cannot grow: more decimals than the column has still go to the overflow map
+    Map<String, DdbValue> finer = item(3, Map.of("price", new DdbValue.N("1.125")));
+    layout = evolve(List.of(finer), Map.of());
+    assertEquals(Types.DecimalType.of(17, 2), layout.schema().findField("price").type());
+    assertNotNull(layout.toRow(change(finer)).getField(TableLayout.OVERFLOW));
+    assertRoundTrip(layout, finer);
   }
 
   @Test

@@ -181,6 +181,18 @@ class TypeFidelityTest {
   }
 
   @Test
+  void aDecimalColumnIsWidenedWhenALaterMergeBringsLargerValues() {
+    env.put("COLUMN_TYPES", "price=decimal(12,2)");
+    MergerSettings settings = settings();
+    Catalog catalog = settings.catalog().load();
+    stageAndMerge(settings, catalog, List.of(upsert("p-1", Map.of("price", new DdbValue.N("19.99")))));
+    stageAndMerge(settings, catalog, List.of(upsert("p-2", Map.of("price", new DdbValue.N("123456789012345.25")))));
+    Table table = table(catalog);
+    assertEquals(Types.DecimalType.of(17, 2), table.schema().findField("price").type(), "decimal(12,2) widened");
+    assertTableEqualsModel(table);
+  }
+
+  @Test
   void aVariantColumnOnFormatV2IsRefusedWithTheReason() {
     env.put("ITEM_VARIANT_COLUMN", "true");
     var e = org.junit.jupiter.api.Assertions.assertThrows(dev.ddb2iceberg.config.ConfigurationException.class, this::settings);
