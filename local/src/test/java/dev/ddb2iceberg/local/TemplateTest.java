@@ -195,12 +195,23 @@ class TemplateTest {
   }
 
   @Test
-  void theAlarmsWatchIteratorAgeTheFailureQueueErrorsAndFreshness() {
+  void theAlarmsWatchIteratorAgeTheFailureQueueErrorsFreshnessAndTheQuarantine() {
     Set<String> metrics = resourcesOfType("AWS::CloudWatch::Alarm").stream()
         .map(id -> ROOT.path("Resources").path(id).path("Properties").path("MetricName").asText())
         .collect(Collectors.toSet());
     assertTrue(metrics.containsAll(Set.of("IteratorAge", "ApproximateNumberOfMessagesVisible", "Errors",
-        "FreshnessLagSeconds")), "alarmed metrics: " + metrics);
+        "FreshnessLagSeconds", "QuarantinedRecords")), "alarmed metrics: " + metrics);
+  }
+
+  @Test
+  void theDashboardBodyIsJsonOnceItsVariablesAreFilledIn() throws Exception {
+    JsonNode sub = ROOT.path("Resources").path("Dashboard").path("Properties").path("DashboardBody").path("Fn::Sub");
+    String body = sub.path(0).asText().replaceAll("\\$\\{[^}]+}", "x");
+    JsonNode widgets = new com.fasterxml.jackson.databind.ObjectMapper().readTree(body).path("widgets");
+    assertTrue(widgets.size() >= 4, "widgets: " + widgets.size());
+    for (String variable : List.of("Table", "Queue")) {
+      assertTrue(sub.path(1).has(variable), "the dashboard's variable " + variable + " is defined");
+    }
   }
 
   /**

@@ -9,6 +9,8 @@ import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import dev.ddb2iceberg.ops.MetricLine;
+import dev.ddb2iceberg.table.TableCreator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -16,7 +18,7 @@ import java.time.Clock;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
-import dev.ddb2iceberg.table.TableCreator;
+import java.util.function.Consumer;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -37,6 +39,7 @@ public final class MaintenanceHandler implements RequestStreamHandler {
   private final MaintenanceSettings settings;
   private final Catalog catalog;
   private final Clock clock;
+  private Consumer<String> metricsOut = System.out::println;
 
   /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
   public MaintenanceHandler() {
@@ -58,6 +61,12 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     this.clock = clock;
   }
 
+  /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
+  MaintenanceHandler metricsTo(Consumer<String> out) {
+    this.metricsOut = out;
+    return this;
+  }
+
   /** What the input asks for. */
   record Request(Set<MaintenanceTask> tasks, boolean dryRun) {}
 
@@ -76,6 +85,9 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     }
     result = new Maintenance(table, settings.options(), settings.stagingUri(), clock)
         .run(request.tasks(), request.dryRun());
+    if (!result.dryRun()) {
+      metricsOut.accept(metrics(result).toString());
+    }
     JSON.writeValue(output, result);
   }
 
@@ -97,5 +109,21 @@ public final class MaintenanceHandler implements RequestStreamHandler {
       throw new IllegalArgumentException("Maintenance input \"dryRun\" must be true or false, not " + dry);
     }
     return new Request(tasks, dry.asBoolean(false));
+  }
+
+  /** The run's metrics: what compaction rewrote, the files left, and what expiry and cleanup removed. */
+  private MetricLine metrics(MaintenanceResult r) {
+    MaintenanceResult.Compaction c = r.compaction();
+    return MetricLine.forTable(settings.table().namespace() + "." + settings.table().name(), clock)
+        .count("FilesRewritten", c.filesRewritten())
+        .bytes("BytesRewritten", c.bytesRewritten())
+        .count("DataFiles", c.dataFilesAfter())
+        .count("DeleteFiles", c.deleteFilesAfter())
+        .count("CompactionGroupsLeft", c.groupsLeft())
+        .count("ManifestsRewritten", r.manifestsRewritten())
+        .count("SnapshotsExpired", r.snapshotsExpired())
+        .count("OrphansDeleted", r.orphans().size())
+        .count("MaintenanceConflicts", r.conflicts().size())
+        .milliseconds("MaintenanceMillis", r.millis());
   }
 }

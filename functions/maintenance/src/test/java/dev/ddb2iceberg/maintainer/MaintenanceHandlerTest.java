@@ -23,7 +23,9 @@ import java.io.ByteArrayOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -74,6 +76,39 @@ class MaintenanceHandlerTest {
     assertEquals(false, r.get("dryRun").asBoolean());
     assertEquals(0, r.get("conflicts").size());
     assertTrue(r.get("compaction").get("dataFilesBefore").asInt() > 0, r.toString());
+  }
+
+  @Test
+  void eachRunPrintsAnEmbeddedMetricLineWithWhatItRewroteAndRemoved() throws Exception {
+    buildTable();
+    List<String> lines = new ArrayList<>();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    new MaintenanceHandler(settings, Clock.systemUTC()).metricsTo(lines::add)
+        .handleRequest(new ByteArrayInputStream("{\"tasks\": [\"compact\"]}".getBytes()), out, null);
+    JsonNode result = JSON.readTree(out.toByteArray());
+    assertEquals(1, lines.size(), "one metric line per run");
+    JsonNode line = JSON.readTree(lines.get(0));
+    JsonNode directive = line.path("_aws").path("CloudWatchMetrics").path(0);
+    assertEquals("ddb2iceberg", directive.path("Namespace").asText());
+    assertEquals("ddb2iceberg.orders", line.path("Table").asText());
+    directive.path("Metrics").forEach(m -> assertTrue(line.path(m.path("Name").asText()).isNumber(),
+        m + " is declared but has no value: " + line));
+    JsonNode c = result.get("compaction");
+    assertEquals(c.get("filesRewritten").asLong(), line.path("FilesRewritten").asLong(), line.toString());
+    assertEquals(c.get("bytesRewritten").asLong(), line.path("BytesRewritten").asLong());
+    assertEquals(c.get("dataFilesAfter").asLong(), line.path("DataFiles").asLong());
+    assertEquals(c.get("deleteFilesAfter").asLong(), line.path("DeleteFiles").asLong());
+    assertTrue(line.path("FilesRewritten").asLong() > 0, "the small merges' files were compacted: " + line);
+    assertEquals("Bytes", unit(directive, "BytesRewritten"));
+  }
+
+  private static String unit(JsonNode directive, String metric) {
+    for (JsonNode m : directive.path("Metrics")) {
+      if (m.path("Name").asText().equals(metric)) {
+        return m.path("Unit").asText();
+      }
+    }
+    return "(not declared)";
   }
 
   @Test

@@ -81,8 +81,10 @@ public final class MergerHandler implements RequestStreamHandler {
         .count("ChangesMerged", r.changesApplied())
         .count("Upserts", r.upserts())
         .count("Deletes", r.deletes())
-        .count("Quarantined", r.quarantined())
+        .count("QuarantinedRecords", r.quarantined())
         .count("CommitAttempts", r.commitAttempts())
+        .count("CommitConflicts", Math.max(0, r.commitAttempts() - 1))
+        .count("DataFilesSeen", r.filesInTable())
         .milliseconds("MergeMillis", r.millis());
   }
 

@@ -5,9 +5,12 @@ import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.ops.MetricLine;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import java.time.Clock;
 import java.util.List;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -21,6 +24,8 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
   private static final Logger LOG = LoggerFactory.getLogger(StagerHandler.class);
 
   private final BatchStager stager;
+  private final String table;
+  private Consumer<String> metricsOut = System.out::println;
 
   /** Used by Lambda: settings are read and checked once, at cold start. */
   public StagerHandler() {
@@ -38,6 +43,13 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
 
   public StagerHandler(StagerSettings settings, S3Client s3) {
     this.stager = new BatchStager(new StagingStore(s3, settings.staging()));
+    this.table = settings.table();
+  }
+
+  /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
+  StagerHandler metricsTo(Consumer<String> out) {
+    this.metricsOut = out;
+    return this;
   }
 
   @Override
@@ -49,10 +61,16 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
     }
     long start = System.nanoTime();
     BatchStager.Result result = stager.stage(event.getRecords());
+    long millis = (System.nanoTime() - start) / 1_000_000;
     LOG.info("Batch of {} records: {} staged as {}, {} quarantined, {} in {} ms", result.records(), result.staged(),
         result.stagedObject() == null ? "nothing" : result.stagedObject().key(), result.quarantined(),
-        result.complete() ? "complete" : "resume at " + result.firstFailedSequenceNumber(),
-        (System.nanoTime() - start) / 1_000_000);
+        result.complete() ? "complete" : "resume at " + result.firstFailedSequenceNumber(), millis);
+    metricsOut.accept(MetricLine.forTable(table, Clock.systemUTC())
+        .count("StagedRecords", result.staged())
+        .count("QuarantinedRecords", result.quarantined())
+        .count("StagingFailures", result.complete() ? 0 : 1)
+        .milliseconds("StageMillis", millis)
+        .toString());
     return StreamsEventResponse.builder()
         .withBatchItemFailures(result.complete()
             ? List.of()

@@ -183,6 +183,24 @@ class StagerHandlerTest {
   }
 
   @Test
+  void eachBatchPrintsAnEmbeddedMetricLineWithWhatWasStagedAndQuarantined() throws Exception {
+    List<String> lines = new ArrayList<>();
+    StagerSettings settings = new StagerSettings(new StagingSettings(bucket, "staging/", "quarantine/"), null, "shop.orders");
+    new StagerHandler(settings, s3).metricsTo(lines::add).handleRequest(event(mixedBatch()), null);
+    assertEquals(1, lines.size(), "one metric line per batch");
+    JsonNode line = JSON.readTree(lines.get(0));
+    JsonNode directive = line.path("_aws").path("CloudWatchMetrics").path(0);
+    assertEquals("ddb2iceberg", directive.path("Namespace").asText());
+    assertEquals("[[\"Table\"]]", directive.path("Dimensions").toString());
+    assertEquals("shop.orders", line.path("Table").asText());
+    directive.path("Metrics").forEach(m -> assertTrue(line.path(m.path("Name").asText()).isNumber(),
+        m + " is declared but has no value: " + line));
+    assertEquals(3, line.path("StagedRecords").asInt(), "the three good records of the mixed batch: " + line);
+    assertEquals(2, line.path("QuarantinedRecords").asInt(), line.toString());
+    assertEquals(0, line.path("StagingFailures").asInt());
+  }
+
+  @Test
   void randomItemsOfEveryTypeRoundTripThroughTheHandler() {
     List<Change> changes = RandomChanges.generate(42, 500);
     handler.handleRequest(StreamEvents.batch(changes), null);
