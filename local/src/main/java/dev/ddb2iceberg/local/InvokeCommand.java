@@ -50,7 +50,7 @@ final class InvokeCommand implements Callable<Integer> {
       throw new UserError("event file " + event + " not found");
     }
     byte[] eventBytes = Files.readAllBytes(event);
-    Map<String, String> env = environment(function);
+    Map<String, String> env = environment(function, envVars);
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     LocalContext context = new LocalContext(logicalId, 1024, 300);
@@ -109,8 +109,8 @@ final class InvokeCommand implements Callable<Integer> {
     }
   }
 
-  /** Host's region and credentials, then the template's variables, then the env-vars file. */
-  private Map<String, String> environment(SamTemplate.Function function) throws IOException {
+  /** Host's region and credentials, then the template's variables, then the env-vars file (may be null). */
+  static Map<String, String> environment(SamTemplate.Function function, Path envVars) {
     Map<String, String> env = new LinkedHashMap<>();
     env.put("AWS_REGION", System.getenv().getOrDefault("AWS_REGION", "us-east-1"));
     for (String name : new String[] {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}) {

@@ -54,6 +54,26 @@ class InvokeCommandTest {
   }
 
   @Test
+  void statusShowsWhatWaitsBeforeTheFirstMergeAndTheTableAfterIt() throws Exception {
+    assertEquals(0, invoke("Stager", "stager-batch.json").exit());
+    Run before = run("status", "-n", envVars.toString());
+    assertEquals(0, before.exit(), before.err());
+    assertTrue(before.out().contains("ddb2iceberg.orders (does not exist yet: the merger creates it)"), before.out());
+    assertTrue(before.out().contains("waiting      1 staged objects"), before.out());
+
+    assertEquals(0, invoke("Merger", "merger-schedule.json").exit());
+    Run after = run("status", "-n", envVars.toString(), "--json");
+    assertEquals(0, after.exit(), after.err());
+    JsonNode status = JSON.readTree(after.out());
+    assertTrue(status.get("exists").asBoolean(), after.out());
+    assertEquals(0, status.get("pendingObjects").asInt(), "the merge took the staged batch");
+    assertEquals(1, status.get("appliedObjectsInCheckpoint").asInt());
+    assertTrue(status.get("dataFiles").asInt() > 0, after.out());
+    assertTrue(status.get("currentSnapshotId").isNumber(), after.out());
+    assertTrue(status.get("lastCompactionAt").isNull(), "not compacted yet");
+  }
+
+  @Test
   void stagerThenMergerOnTheSampleEventsGiveTheDocumentedResponses() throws Exception {
     Run staged = invoke("Stager", "stager-batch.json");
     assertEquals(0, staged.exit(), staged.err());

@@ -10,6 +10,8 @@ import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.ops.MetricLine;
+import dev.ddb2iceberg.ops.TableStatus;
+import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableCreator;
 import java.io.IOException;
 import java.io.InputStream;
@@ -34,7 +36,7 @@ import org.slf4j.LoggerFactory;
 public final class MaintenanceHandler implements RequestStreamHandler {
   private static final Logger LOG = LoggerFactory.getLogger(MaintenanceHandler.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Set<String> INPUT_FIELDS = Set.of("tasks", "dryRun");
+  private static final Set<String> INPUT_FIELDS = Set.of("tasks", "dryRun", "status");
 
   private final MaintenanceSettings settings;
   private final Catalog catalog;
@@ -68,7 +70,11 @@ public final class MaintenanceHandler implements RequestStreamHandler {
   }
 
   /** What the input asks for. */
-  record Request(Set<MaintenanceTask> tasks, boolean dryRun) {}
+  record Request(Set<MaintenanceTask> tasks, boolean dryRun, boolean status) {
+    Request(Set<MaintenanceTask> tasks, boolean dryRun) {
+      this(tasks, dryRun, false);
+    }
+  }
 
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
@@ -76,6 +82,11 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     TableIdentifier id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
     MaintenanceResult result;
     Table table = TableCreator.loadIfExists(catalog, id);
+    if (request.status()) {
+      // Only a report: the table, what waits in staging, files, last compaction. Changes nothing.
+      JSON.writeValue(output, status(settings, table, clock));
+      return;
+    }
     if (table == null) {
       String note = "Table " + id + " does not exist yet (the merger creates it on its first run): nothing to maintain";
       LOG.info(note);
@@ -108,7 +119,11 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     if (!dry.isMissingNode() && !dry.isBoolean()) {
       throw new IllegalArgumentException("Maintenance input \"dryRun\" must be true or false, not " + dry);
     }
-    return new Request(tasks, dry.asBoolean(false));
+    JsonNode status = detail.path("status");
+    if (!status.isMissingNode() && !status.isBoolean()) {
+      throw new IllegalArgumentException("Maintenance input \"status\" must be true or false, not " + status);
+    }
+    return new Request(tasks, dry.asBoolean(false), status.asBoolean(false));
   }
 
   /** The run's metrics: what compaction rewrote, the files left, and what expiry and cleanup removed. */
@@ -125,5 +140,11 @@ public final class MaintenanceHandler implements RequestStreamHandler {
         .count("OrphansDeleted", r.orphans().size())
         .count("MaintenanceConflicts", r.conflicts().size())
         .milliseconds("MaintenanceMillis", r.millis());
+  }
+
+  /** The status report of the table (null if not created yet) and its staging prefix. */
+  public static TableStatus status(MaintenanceSettings settings, Table table, Clock clock) {
+    return TableStatus.of(settings.table().namespace() + "." + settings.table().name(), table,
+        new StagingStore(settings.s3().newClient(), settings.staging()), settings.options().targetFileSizeBytes(), clock);
   }
 }

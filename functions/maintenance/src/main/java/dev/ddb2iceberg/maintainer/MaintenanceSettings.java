@@ -8,13 +8,14 @@ import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 
 /** The maintenance function's settings, from environment variables, with their defaults in one place. */
-public record MaintenanceSettings(
-    StagingSettings staging, CatalogSettings catalog, TableSettings table, MaintenanceOptions options) {
+public record MaintenanceSettings(StagingSettings staging, S3Settings s3, CatalogSettings catalog, TableSettings table,
+    MaintenanceOptions options) {
 
   public static MaintenanceSettings from(Environment env) {
     StagingSettings staging = StagingSettings.from(env);
-    return new MaintenanceSettings(staging, CatalogSettings.from(env, staging, S3Settings.from(env)),
-        TableSettings.from(env), MaintenanceOptions.from(env));
+    S3Settings s3 = S3Settings.from(env);
+    return new MaintenanceSettings(staging, s3, CatalogSettings.from(env, staging, s3), TableSettings.from(env),
+        MaintenanceOptions.from(env));
   }
 
   /** The staging area as a URI; maintenance never deletes anything under it. */

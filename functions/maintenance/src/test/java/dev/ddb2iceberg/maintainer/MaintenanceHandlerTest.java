@@ -27,6 +27,8 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -109,6 +111,47 @@ class MaintenanceHandlerTest {
       }
     }
     return "(not declared)";
+  }
+
+  @Test
+  void theStatusInputReportsTheTablesKnownCountsAndChangesNothing() throws Exception {
+    buildTable();
+    new BatchStager(new StagingStore(server.newClient(), settings.staging()))
+        .stage(StreamEvents.batch(new KeyedWorkload(9, 100).next(10)).getRecords()); // waits for the next merge
+    Table table = settings.catalog().load().loadTable(TableIdentifier.of("ddb2iceberg", "orders"));
+    int dataFiles = 0;
+    java.util.Set<String> deleteFiles = new java.util.HashSet<>();
+    try (var tasks = table.newScan().planFiles()) {
+      for (var t : tasks) {
+        dataFiles++;
+        t.deletes().forEach(d -> deleteFiles.add(d.location()));
+      }
+    }
+    int snapshots = 0;
+    for (var ignored : table.snapshots()) {
+      snapshots++;
+    }
+
+    JsonNode status = invoke("{\"status\": true}".getBytes());
+    assertEquals("ddb2iceberg.orders", status.get("table").asText());
+    assertTrue(status.get("exists").asBoolean());
+    assertEquals(table.currentSnapshot().snapshotId(), status.get("currentSnapshotId").asLong());
+    assertEquals(snapshots, status.get("snapshots").asInt());
+    assertEquals(1, status.get("appliedObjectsInCheckpoint").asInt(), "the last merge's object: " + status);
+    assertEquals(1, status.get("pendingObjects").asInt());
+    assertEquals(dataFiles, status.get("dataFiles").asInt());
+    assertEquals(deleteFiles.size(), status.get("deleteFiles").asInt());
+    assertTrue(deleteFiles.size() > 0, "six merges of updates leave delete files");
+    assertEquals(dataFiles, status.get("smallDataFiles").asInt(), "every file of a small table is small");
+    assertTrue(status.get("lastCompactionAt").isNull());
+    assertEquals(table.currentSnapshot().snapshotId(),
+        settings.catalog().load().loadTable(TableIdentifier.of("ddb2iceberg", "orders")).currentSnapshot().snapshotId(),
+        "a status request changes nothing");
+
+    invoke("{\"tasks\": [\"compact\"]}".getBytes());
+    JsonNode compacted = invoke("{\"status\": true}".getBytes());
+    assertTrue(compacted.get("lastCompactionAt").isTextual(), compacted.toString());
+    assertEquals(0, compacted.get("deleteFiles").asInt(), compacted.toString());
   }
 
   @Test

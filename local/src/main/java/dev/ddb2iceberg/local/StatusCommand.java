@@ -1,0 +1,65 @@
+package dev.ddb2iceberg.local;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.maintainer.MaintenanceHandler;
+import dev.ddb2iceberg.maintainer.MaintenanceSettings;
+import dev.ddb2iceberg.ops.TableStatus;
+import dev.ddb2iceberg.table.TableCreator;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.concurrent.Callable;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.jdbc.UncheckedSQLException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import software.amazon.awssdk.core.exception.SdkClientException;
+
+/**
+ * {@code status [--json]}: the table at a glance, with the Maintenance function's settings from the
+ * template and an env-vars file (by default the local stack {@code up} runs). The same report the
+ * Maintenance function returns for the input {@code {"status": true}}.
+ */
+@Command(name = "status", mixinStandardHelpOptions = true,
+    description = "Show the table at a glance: current snapshot, what waits in staging, files and delete files, last compaction.")
+final class StatusCommand implements Callable<Integer> {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(names = {"-n", "--env-vars"}, defaultValue = "events/env-local.json", paramLabel = "FILE",
+      description = "JSON environment overrides, in sam's shape (default: ${DEFAULT-VALUE}, the local stack)")
+  Path envVars;
+
+  @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", paramLabel = "FILE",
+      description = "the SAM template (default: ${DEFAULT-VALUE})")
+  Path template;
+
+  @Option(names = "--json", description = "print the report as JSON")
+  boolean json;
+
+  @Override
+  public Integer call() throws Exception {
+    SamTemplate.Function function = SamTemplate.read(template).function("Maintenance");
+    MaintenanceSettings settings = MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, envVars)));
+    TableStatus status;
+    try {
+      Catalog catalog = settings.catalog().load();
+      status = MaintenanceHandler.status(settings,
+          TableCreator.loadIfExists(catalog, TableIdentifier.of(settings.table().namespace(), settings.table().name())),
+          Clock.systemUTC());
+    } catch (UncheckedSQLException noCatalog) {
+      throw new UserError("cannot open the catalog " + settings.catalog().properties().get("uri") + " ("
+          + noCatalog.getMessage() + "); for the local stack, start it first with ./ddb2iceberg up");
+    } catch (SdkClientException unreachable) {
+      throw new UserError("cannot reach S3" + (settings.s3().endpoint() == null ? "" : " at " + settings.s3().endpoint())
+          + " (" + unreachable.getMessage() + "); for the local stack, start it first with ./ddb2iceberg up");
+    }
+    spec.commandLine().getOut().print(json
+        ? new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(status) + "\n"
+        : status.text());
+    spec.commandLine().getOut().flush();
+    return 0;
+  }
+}

@@ -1,0 +1,139 @@
+package dev.ddb2iceberg.ops;
+
+import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.staging.StagedObject;
+import dev.ddb2iceberg.staging.StagingStore;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Set;
+import org.apache.iceberg.DataOperations;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.io.CloseableIterable;
+
+/**
+ * The pipeline at a glance, for a person (text) or a tool (JSON): is the table there, how fresh is
+ * it, what waits in staging, how many files and delete files it has, when it was last compacted.
+ *
+ * @param table {@code namespace.name}
+ * @param exists whether the table exists yet (the merger creates it on its first run)
+ * @param currentSnapshotId the table's current snapshot, or null
+ * @param currentSnapshotAt when it was committed (ISO-8601), or null
+ * @param snapshots snapshots kept (expiry removes old ones)
+ * @param oldestSnapshotAgeHours age of the oldest kept snapshot, in hours
+ * @param appliedObjectsInCheckpoint staged objects the checkpoint names as applied
+ * @param lastMergeAt when the newest merger commit was made, or null
+ * @param pendingObjects staged objects waiting to be merged
+ * @param pendingBytes their size
+ * @param oldestPendingAgeSeconds age of the oldest one: how far behind the table is (0 if none)
+ * @param dataFiles live data files
+ * @param dataBytes their size
+ * @param records rows in them, before deletes
+ * @param deleteFiles live delete files (position deletes or deletion vectors)
+ * @param deleteBytes their size
+ * @param smallDataFiles data files below 75% of the compaction target
+ * @param smallFileRatio small data files over all data files (0 when there are none)
+ * @param lastCompactionAt when maintenance last rewrote files, or null
+ */
+public record TableStatus(
+    String table,
+    boolean exists,
+    Long currentSnapshotId,
+    String currentSnapshotAt,
+    int snapshots,
+    long oldestSnapshotAgeHours,
+    int appliedObjectsInCheckpoint,
+    String lastMergeAt,
+    int pendingObjects,
+    long pendingBytes,
+    long oldestPendingAgeSeconds,
+    int dataFiles,
+    long dataBytes,
+    long records,
+    int deleteFiles,
+    long deleteBytes,
+    int smallDataFiles,
+    double smallFileRatio,
+    String lastCompactionAt) {
+
+  /** The status of {@code table} (null if it does not exist yet) and of its staging prefix. */
+  public static TableStatus of(String name, Table table, StagingStore store, long targetFileSizeBytes, Clock clock) {
+    Instant now = clock.instant();
+    Set<String> applied = table == null ? Set.of() : Checkpoint.read(table);
+    List<StagedObject> pending = store.list().stream()
+        .filter(o -> !applied.contains(Checkpoint.token(o.name()))).toList();
+    long pendingBytes = pending.stream().mapToLong(StagedObject::size).sum();
+    long oldestPending = pending.stream().map(StagedObject::lastModified).min(Instant::compareTo)
+        .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
+    if (table == null || table.currentSnapshot() == null) {
+      return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
+          0, 0, 0, 0, 0, 0, 0, null);
+    }
+    Snapshot current = table.currentSnapshot();
+    int snapshots = 0;
+    long oldestSnapshot = current.timestampMillis();
+    Instant lastCompaction = null;
+    for (Snapshot s : table.snapshots()) {
+      snapshots++;
+      oldestSnapshot = Math.min(oldestSnapshot, s.timestampMillis());
+      if (DataOperations.REPLACE.equals(s.operation())
+          && (lastCompaction == null || s.timestampMillis() > lastCompaction.toEpochMilli())) {
+        lastCompaction = Instant.ofEpochMilli(s.timestampMillis());
+      }
+    }
+    Snapshot lastMerge = Checkpoint.newestMergerSnapshot(table);
+    int dataFiles = 0;
+    int small = 0;
+    long dataBytes = 0;
+    long records = 0;
+    java.util.Map<String, DeleteFile> deletes = new java.util.HashMap<>();
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      for (FileScanTask task : tasks) {
+        dataFiles++;
+        dataBytes += task.file().fileSizeInBytes();
+        records += task.file().recordCount();
+        if (task.file().fileSizeInBytes() < targetFileSizeBytes * 3 / 4) {
+          small++;
+        }
+        task.deletes().forEach(d -> deletes.put(d.location() + "#" + d.contentOffset(), d));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    long deleteBytes = deletes.values().stream().mapToLong(d -> d.contentSizeInBytes() != null
+        ? d.contentSizeInBytes() : d.fileSizeInBytes()).sum();
+    return new TableStatus(name, true, current.snapshotId(), Instant.ofEpochMilli(current.timestampMillis()).toString(),
+        snapshots, Duration.between(Instant.ofEpochMilli(oldestSnapshot), now).toHours(), applied.size(),
+        lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
+        pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
+        dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString());
+  }
+
+  /** The report for a person. */
+  public String text() {
+    StringBuilder sb = new StringBuilder();
+    sb.append("table        ").append(table).append(exists ? "" : " (does not exist yet: the merger creates it)").append('\n');
+    if (currentSnapshotId != null) {
+      sb.append("snapshot     ").append(currentSnapshotId).append(" at ").append(currentSnapshotAt)
+          .append(" (").append(snapshots).append(" kept, oldest ").append(oldestSnapshotAgeHours).append(" h old)\n");
+      sb.append("last merge   ").append(lastMergeAt == null ? "-" : lastMergeAt)
+          .append(" (checkpoint names ").append(appliedObjectsInCheckpoint).append(" staged objects)\n");
+    }
+    sb.append("waiting      ").append(pendingObjects).append(" staged objects, ").append(pendingBytes).append(" bytes")
+        .append(pendingObjects == 0 ? "" : ", oldest " + oldestPendingAgeSeconds + " s old").append('\n');
+    if (currentSnapshotId != null) {
+      sb.append("data files   ").append(dataFiles).append(" (").append(dataBytes).append(" bytes, ").append(records)
+          .append(" rows before deletes); ").append(smallDataFiles).append(" small (")
+          .append(String.format("%.0f%%", smallFileRatio * 100)).append(")\n");
+      sb.append("delete files ").append(deleteFiles).append(" (").append(deleteBytes).append(" bytes)\n");
+      sb.append("compacted    ").append(lastCompactionAt == null ? "never" : lastCompactionAt.toString()).append('\n');
+    }
+    return sb.toString();
+  }
+}
