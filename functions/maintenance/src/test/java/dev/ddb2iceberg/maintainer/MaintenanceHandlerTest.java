@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
@@ -88,29 +89,14 @@ class MaintenanceHandlerTest {
     new MaintenanceHandler(settings, Clock.systemUTC()).metricsTo(lines::add)
         .handleRequest(new ByteArrayInputStream("{\"tasks\": [\"compact\"]}".getBytes()), out, null);
     JsonNode result = JSON.readTree(out.toByteArray());
-    assertEquals(1, lines.size(), "one metric line per run");
-    JsonNode line = JSON.readTree(lines.get(0));
-    JsonNode directive = line.path("_aws").path("CloudWatchMetrics").path(0);
-    assertEquals("ddb2iceberg", directive.path("Namespace").asText());
-    assertEquals("ddb2iceberg.orders", line.path("Table").asText());
-    directive.path("Metrics").forEach(m -> assertTrue(line.path(m.path("Name").asText()).isNumber(),
-        m + " is declared but has no value: " + line));
+    JsonNode line = MetricLines.single(lines, "ddb2iceberg.orders");
     JsonNode c = result.get("compaction");
     assertEquals(c.get("filesRewritten").asLong(), line.path("FilesRewritten").asLong(), line.toString());
     assertEquals(c.get("bytesRewritten").asLong(), line.path("BytesRewritten").asLong());
     assertEquals(c.get("dataFilesAfter").asLong(), line.path("DataFiles").asLong());
     assertEquals(c.get("deleteFilesAfter").asLong(), line.path("DeleteFiles").asLong());
     assertTrue(line.path("FilesRewritten").asLong() > 0, "the small merges' files were compacted: " + line);
-    assertEquals("Bytes", unit(directive, "BytesRewritten"));
-  }
-
-  private static String unit(JsonNode directive, String metric) {
-    for (JsonNode m : directive.path("Metrics")) {
-      if (m.path("Name").asText().equals(metric)) {
-        return m.path("Unit").asText();
-      }
-    }
-    return "(not declared)";
+    assertEquals("Bytes", MetricLines.unit(line, "BytesRewritten"));
   }
 
   @Test

@@ -15,6 +15,7 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore.Operation;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
@@ -187,14 +188,7 @@ class StagerHandlerTest {
     List<String> lines = new ArrayList<>();
     StagerSettings settings = new StagerSettings(new StagingSettings(bucket, "staging/", "quarantine/"), null, "shop.orders");
     new StagerHandler(settings, s3).metricsTo(lines::add).handleRequest(event(mixedBatch()), null);
-    assertEquals(1, lines.size(), "one metric line per batch");
-    JsonNode line = JSON.readTree(lines.get(0));
-    JsonNode directive = line.path("_aws").path("CloudWatchMetrics").path(0);
-    assertEquals("ddb2iceberg", directive.path("Namespace").asText());
-    assertEquals("[[\"Table\"]]", directive.path("Dimensions").toString());
-    assertEquals("shop.orders", line.path("Table").asText());
-    directive.path("Metrics").forEach(m -> assertTrue(line.path(m.path("Name").asText()).isNumber(),
-        m + " is declared but has no value: " + line));
+    JsonNode line = MetricLines.single(lines, "shop.orders");
     assertEquals(3, line.path("StagedRecords").asInt(), "the three good records of the mixed batch: " + line);
     assertEquals(2, line.path("QuarantinedRecords").asInt(), line.toString());
     assertEquals(0, line.path("StagingFailures").asInt());
