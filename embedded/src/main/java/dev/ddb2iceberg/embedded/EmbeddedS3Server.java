@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.embedded;
 
+import dev.ddb2iceberg.config.S3Settings;
 import java.net.URI;
 import java.nio.file.Path;
 import org.gaul.s3proxy.S3Proxy;
@@ -13,7 +14,6 @@ import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.S3Configuration;
 
 /**
  * A real S3-compatible server (s3proxy) started in-process on 127.0.0.1 and a free port. Tests and
@@ -24,15 +24,6 @@ public final class EmbeddedS3Server implements AutoCloseable {
   public static final String ACCESS_KEY = "local-access-key";
   public static final String SECRET_KEY = "local-secret-key";
   public static final String REGION = "us-east-1";
-  /**
-   * Plain uploads for this server: under concurrent load (about 4 in 10,000 PUTs here) s3proxy
-   * answers an {@code aws-chunked} upload before reading all of it, and the client fails with
-   * "Error writing request body to server" on every retry. Bodies sent whole, with their SHA-256
-   * signed and no checksum trailer, never did (0 in 50,000). Real S3 keeps the SDK's defaults.
-   */
-  public static final S3Configuration LOCAL_UPLOADS =
-      S3Configuration.builder().chunkedEncodingEnabled(false).expectContinueEnabled(false).build();
-
   private final S3Proxy proxy;
   private final FaultInjectingBlobStore faults;
   private final URI endpoint;
@@ -101,7 +92,7 @@ public final class EmbeddedS3Server implements AutoCloseable {
         .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
         .httpClient(UrlConnectionHttpClient.create())
         .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-        .serviceConfiguration(LOCAL_UPLOADS)
+        .serviceConfiguration(S3Settings.LOCAL_UPLOADS) // see there why
         .build();
   }
 

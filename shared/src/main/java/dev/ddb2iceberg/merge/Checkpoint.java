@@ -42,21 +42,8 @@ public final class Checkpoint {
    * merger may have copied the checkpoint from before the merger's commit.
    */
   public static Set<String> read(Table table) {
-    Snapshot current = table.currentSnapshot();
-    if (current == null) {
-      return Set.of();
-    }
-    String carried = null;
-    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
-      String applied = s.summary().get(APPLIED);
-      if (applied != null && s.summary().containsKey(RUN_ID)) {
-        return decode(applied);
-      }
-      if (applied != null && carried == null) {
-        carried = applied;
-      }
-    }
-    return carried == null ? Set.of() : decode(carried);
+    String applied = readProperty(table, APPLIED);
+    return applied == null ? Set.of() : decode(applied);
   }
 
   /** The newest snapshot the merger wrote, or null; expiry keeps it so the checkpoint survives. */
@@ -74,7 +61,7 @@ public final class Checkpoint {
   }
 
   /**
-   * A property of the checkpoint, by the same rule as {@link #read}: the newest merger snapshot's
+   * A property of the checkpoint ({@link #APPLIED}, the removals file): the newest merger snapshot's
    * value (null if it has none), else the newest copy a maintenance snapshot carried.
    */
   public static String readProperty(Table table, String property) {

@@ -41,7 +41,6 @@ import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DeleteWriteResult;
-import org.apache.iceberg.types.Type;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -387,22 +386,16 @@ public final class Merger {
       }
     }
     int[] placeholderIds = {table.schema().highestFieldId()};
-    TableLayout layout = TableLayout.of(table);
-    List<TableLayout.Addition> added = layout.newColumns(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
-    List<TableLayout.Promotion> widened = layout.promotions(images);
-    if (added.isEmpty() && widened.isEmpty()) {
+    TableLayout.SchemaChanges needed =
+        TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+    if (needed.isEmpty()) {
       return table;
     }
     UpdateSchema update = table.updateSchema();
-    for (TableLayout.Addition a : added) {
-      update.addColumn(a.parent(), a.name(), a.type(), a.doc());
-    }
-    for (TableLayout.Promotion p : widened) {
-      update.updateColumn(p.path(), p.to());
-    }
+    needed.applyTo(update);
     update.commit();
     table.refresh();
-    LOG.info("Added columns {}, widened {}", added, widened);
+    LOG.info("Schema: {}", needed);
     return table;
   }
 

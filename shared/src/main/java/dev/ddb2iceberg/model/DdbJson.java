@@ -24,19 +24,24 @@ public final class DdbJson {
   private DdbJson() {}
 
   public static String write(DdbValue value) {
-    StringWriter out = new StringWriter();
-    try (JsonGenerator g = FACTORY.createGenerator(out)) {
-      write(g, value);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return out.toString();
+    return text(g -> write(g, value));
   }
 
   public static String writeItem(Map<String, DdbValue> item) {
+    return text(g -> writeMap(g, item));
+  }
+
+  /** Writes JSON with a generator. */
+  @FunctionalInterface
+  public interface JsonBody {
+    void writeTo(JsonGenerator g) throws IOException;
+  }
+
+  /** The JSON text {@code body} writes. */
+  public static String text(JsonBody body) {
     StringWriter out = new StringWriter();
     try (JsonGenerator g = FACTORY.createGenerator(out)) {
-      writeMap(g, item);
+      body.writeTo(g);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

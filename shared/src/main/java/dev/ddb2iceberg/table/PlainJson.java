@@ -4,9 +4,9 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbValue;
 import java.io.IOException;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -26,13 +26,7 @@ final class PlainJson {
   private PlainJson() {}
 
   static String write(DdbValue value) {
-    StringWriter out = new StringWriter();
-    try (JsonGenerator g = FACTORY.createGenerator(out)) {
-      write(g, value);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return out.toString();
+    return DdbJson.text(g -> write(g, value));
   }
 
   private static void write(JsonGenerator g, DdbValue v) throws IOException {

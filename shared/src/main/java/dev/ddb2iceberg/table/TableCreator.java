@@ -92,7 +92,8 @@ public final class TableCreator {
     TableLayout layout = TableLayout.of(base, TableLayout.keysProperty(keyTypes));
     List<Map<String, DdbValue>> images = changes.stream().filter(c -> c.newImage() != null).map(Change::newImage).toList();
     int[] nextId = {id0};
-    for (TableLayout.Addition column : layout.newColumns(images, settings.columnTypes(), () -> 1_000_000 + nextId[0]++)) {
+    for (TableLayout.Addition column
+        : layout.schemaChanges(images, settings.columnTypes(), () -> 1_000_000 + nextId[0]++).additions()) {
       fields.add(Types.NestedField.optional(nextId[0]++, column.name(), column.type(), column.doc()));
     }
     Schema schema = new Schema(fields, Set.copyOf(identifiers));

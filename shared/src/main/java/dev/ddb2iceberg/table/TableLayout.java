@@ -19,6 +19,7 @@ import java.util.Set;
 import java.util.function.IntSupplier;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.UpdateSchema;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Comparators;
@@ -161,27 +162,56 @@ public final class TableLayout {
     }
   }
 
+  /** A number column (or struct field) to widen, by a promotion Iceberg allows, so values fit it. */
+  public record Promotion(String path, Type.PrimitiveType to) {
+    @Override
+    public String toString() {
+      return path + " -> " + to;
+    }
+  }
+
+  /** What the schema needs before a run's items are written: columns to add, number columns to widen. */
+  public record SchemaChanges(List<Addition> additions, List<Promotion> promotions) {
+    public boolean isEmpty() {
+      return additions.isEmpty() && promotions.isEmpty();
+    }
+
+    public void applyTo(UpdateSchema update) {
+      additions.forEach(a -> update.addColumn(a.parent(), a.name(), a.type(), a.doc()));
+      promotions.forEach(p -> update.updateColumn(p.path(), p.to()));
+    }
+
+    @Override
+    public String toString() {
+      return "added " + additions + ", widened " + promotions;
+    }
+  }
+
   /**
-   * Columns to add for what these items hold and the schema lacks: new attributes (typed by the
-   * user's hint, else inferred from this run's values) and new keys of maps held in struct
-   * columns. An attribute whose name differs from an existing column only by case gets none
-   * (engines that ignore case could not tell them apart); its values go to the overflow map.
-   * Nested types carry placeholder field ids from {@code ids}; Iceberg assigns the real ones.
+   * The schema changes these items call for. Columns to add: new attributes (typed by the user's
+   * hint, else inferred from this run's values) and new keys of maps held in struct columns; an
+   * attribute whose name differs from an existing column only by case gets none (engines that
+   * ignore case could not tell them apart), its values go to the overflow map. Columns to widen:
+   * number columns and struct fields whose new values need a wider type (int → long, float →
+   * double, decimal precision). Nested types carry placeholder field ids from {@code ids}; Iceberg
+   * assigns the real ones.
    */
-  public List<Addition> newColumns(Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints,
+  public SchemaChanges schemaChanges(Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints,
       IntSupplier ids) {
     Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
     for (Map<String, DdbValue> item : items) {
       item.forEach((name, v) -> byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
     }
     List<Addition> added = new ArrayList<>();
+    List<Promotion> widened = new ArrayList<>();
     Map<String, String> seenLower = new HashMap<>(columnsByLowerName);
     for (Map.Entry<String, List<DdbValue>> e : byAttribute.entrySet()) {
       String name = e.getKey();
       Types.NestedField existing = schema.findField(name);
       if (existing != null) {
-        if (!keyDdbTypes.containsKey(name)) {
+        if (!keyDdbTypes.containsKey(name) && mayHaveColumn(name)) {
           addNestedFields(name, existing.type(), TypeMapping.shapeOf(existing), e.getValue(), ids, added);
+          promotions(name, existing, e.getValue(), widened);
         }
         continue;
       }
@@ -195,31 +225,7 @@ public final class TableLayout {
         seenLower.put(lower, name);
       }
     }
-    return added;
-  }
-
-  /** A number column (or struct field) to widen, by a promotion Iceberg allows, so values fit it. */
-  public record Promotion(String path, Type.PrimitiveType to) {
-    @Override
-    public String toString() {
-      return path + " -> " + to;
-    }
-  }
-
-  /** Number columns and struct fields these items need widened (int → long, float → double, decimal precision). */
-  public List<Promotion> promotions(Iterable<Map<String, DdbValue>> items) {
-    Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
-    for (Map<String, DdbValue> item : items) {
-      item.forEach((name, v) -> byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
-    }
-    List<Promotion> out = new ArrayList<>();
-    byAttribute.forEach((name, values) -> {
-      Types.NestedField column = schema.findField(name);
-      if (column != null && !keyDdbTypes.containsKey(name) && mayHaveColumn(name)) {
-        promotions(name, column, values, out);
-      }
-    });
-    return out;
+    return new SchemaChanges(added, widened);
   }
 
   private static void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {

@@ -64,12 +64,10 @@ class TypeMappingTest {
   /** Applies the columns and promotions these items call for, as the merger does before writing them. */
   private TableLayout evolve(List<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints) {
     int[] ids = {table.schema().highestFieldId()};
-    List<TableLayout.Addition> added = TableLayout.of(table).newColumns(items, hints, () -> ++ids[0]);
-    List<TableLayout.Promotion> widened = TableLayout.of(table).promotions(items);
-    if (!added.isEmpty() || !widened.isEmpty()) {
+    TableLayout.SchemaChanges changes = TableLayout.of(table).schemaChanges(items, hints, () -> ++ids[0]);
+    if (!changes.isEmpty()) {
       UpdateSchema update = table.updateSchema();
-      added.forEach(a -> update.addColumn(a.parent(), a.name(), a.type(), a.doc()));
-      widened.forEach(w -> update.updateColumn(w.path(), w.to()));
+      changes.applyTo(update);
       update.commit();
     }
     table = catalog.loadTable(id);

@@ -26,6 +26,7 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * Lambda entry point, run by an EventBridge schedule (hourly by default). Input, all optional, as a
@@ -144,7 +145,9 @@ public final class MaintenanceHandler implements RequestStreamHandler {
 
   /** The status report of the table (null if not created yet) and its staging prefix. */
   public static TableStatus status(MaintenanceSettings settings, Table table, Clock clock) {
-    return TableStatus.of(settings.table().namespace() + "." + settings.table().name(), table,
-        new StagingStore(settings.s3().newClient(), settings.staging()), settings.options().targetFileSizeBytes(), clock);
+    try (S3Client s3 = settings.s3().newClient()) { // only a status request needs one: not at cold start
+      return TableStatus.of(settings.table().namespace() + "." + settings.table().name(), table,
+          new StagingStore(s3, settings.staging()), settings.options().targetFileSizeBytes(), clock);
+    }
   }
 }
