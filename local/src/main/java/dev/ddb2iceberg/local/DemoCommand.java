@@ -11,10 +11,12 @@ import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.table.TableItems;
 import dev.ddb2iceberg.workload.ExpectedTable;
 import dev.ddb2iceberg.workload.StreamEvents;
@@ -33,6 +35,7 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.slf4j.event.Level;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -80,9 +83,7 @@ final class DemoCommand implements Callable<Integer> {
     }
     PrintWriter out = spec.commandLine().getOut();
     // The functions log every batch and merge; the demo shows progress instead (unless asked otherwise).
-    if (System.getProperty("org.slf4j.simpleLogger.log.dev.ddb2iceberg") == null) {
-      System.setProperty("org.slf4j.simpleLogger.log.dev.ddb2iceberg", "warn");
-    }
+    LogSettings.defaultPipelineLevel(Level.WARN);
     SamTemplate sam = SamTemplate.read(template);
     prepare(workDir);
     out.printf("Demo: %,d changes to %,d items over %d simulated minutes (seed %d), in %s%n", changes, items, minutes,

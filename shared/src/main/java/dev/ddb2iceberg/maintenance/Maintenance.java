@@ -89,7 +89,22 @@ public final class Maintenance {
     }
     MaintenanceResult result = new MaintenanceResult(dryRun, compaction, manifests, expired, orphans, conflicts,
         (System.nanoTime() - start) / 1_000_000);
-    LOG.info("Maintenance run: {}", result);
+    LOG.atInfo()
+        .addKeyValue("dryRun", dryRun)
+        .addKeyValue("snapshotId", table.currentSnapshot() == null ? null : table.currentSnapshot().snapshotId())
+        .addKeyValue("groupsCompacted", compaction.groups())
+        .addKeyValue("filesRewritten", compaction.filesRewritten())
+        .addKeyValue("bytesRewritten", compaction.bytesRewritten())
+        .addKeyValue("filesWritten", compaction.filesWritten())
+        .addKeyValue("dataFiles", compaction.dataFilesAfter())
+        .addKeyValue("deleteFiles", compaction.deleteFilesAfter())
+        .addKeyValue("groupsLeft", compaction.groupsLeft())
+        .addKeyValue("manifestsRewritten", manifests)
+        .addKeyValue("snapshotsExpired", expired)
+        .addKeyValue("orphans", orphans.size())
+        .addKeyValue("conflicts", conflicts.isEmpty() ? null : String.join("; ", conflicts))
+        .addKeyValue("millis", result.millis())
+        .log("Maintenance run");
     return result;
   }
 

@@ -10,6 +10,7 @@ import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.ops.MetricLine;
+import dev.ddb2iceberg.ops.logging.Invocation;
 import dev.ddb2iceberg.ops.TableStatus;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableCreator;
@@ -79,6 +80,18 @@ public final class MaintenanceHandler implements RequestStreamHandler {
 
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+    try (Invocation log = Invocation.of(context == null ? null : context.getFunctionName(),
+        context == null ? null : context.getAwsRequestId())) {
+      try {
+        handle(input, output);
+      } catch (RuntimeException e) {
+        LOG.atError().setCause(e).log("Maintenance run failed; the table is as its last commit left it");
+        throw e;
+      }
+    }
+  }
+
+  private void handle(InputStream input, OutputStream output) throws IOException {
     Request request = request(input.readAllBytes());
     TableIdentifier id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
     MaintenanceResult result;

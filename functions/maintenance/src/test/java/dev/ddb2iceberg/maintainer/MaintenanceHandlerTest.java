@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.LocalContext;
+import dev.ddb2iceberg.embedded.LogCapture;
 import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
@@ -79,6 +81,38 @@ class MaintenanceHandlerTest {
     assertEquals(false, r.get("dryRun").asBoolean());
     assertEquals(0, r.get("conflicts").size());
     assertTrue(r.get("compaction").get("dataFilesBefore").asInt() > 0, r.toString());
+  }
+
+  @Test
+  void eachRunLogsAJsonLineWithWhatItDidAndTheSnapshot() throws Exception {
+    buildTable();
+    LocalContext context = new LocalContext("ddb2iceberg-maintenance", 2048, 900);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonNode line;
+    try (LogCapture logs = LogCapture.json()) {
+      new MaintenanceHandler(settings, Clock.systemUTC())
+          .handleRequest(new ByteArrayInputStream("{\"tasks\": [\"compact\"]}".getBytes()), out, context);
+      line = logs.line(context.getAwsRequestId(), "Maintenance run");
+    }
+    JsonNode c = JSON.readTree(out.toByteArray()).get("compaction");
+    assertEquals("ddb2iceberg-maintenance", line.path("function").asText(), line.toString());
+    assertEquals(c.get("filesRewritten").asInt(), line.path("filesRewritten").asInt(), line.toString());
+    assertEquals(c.get("bytesRewritten").asLong(), line.path("bytesRewritten").asLong(), line.toString());
+    assertTrue(line.path("snapshotId").isIntegralNumber(), line.toString());
+    assertTrue(line.path("millis").isIntegralNumber(), line.toString());
+  }
+
+  @Test
+  void aBadInputIsLoggedAsAnErrorNamingIt() {
+    LocalContext context = new LocalContext("ddb2iceberg-maintenance", 2048, 900);
+    JsonNode line;
+    try (LogCapture logs = LogCapture.json()) {
+      assertThrows(IllegalArgumentException.class, () -> new MaintenanceHandler(settings, Clock.systemUTC())
+          .handleRequest(new ByteArrayInputStream("{\"dryRun\": \"yes\"}".getBytes()), new ByteArrayOutputStream(),
+              context));
+      line = logs.line(context.getAwsRequestId(), "Maintenance run failed");
+    }
+    assertTrue(line.path("errorMessage").asText().contains("dryRun"), line.toString());
   }
 
   @Test

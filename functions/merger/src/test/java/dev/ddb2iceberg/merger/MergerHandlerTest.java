@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.merger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,7 +10,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.FaultInjectingBlobStore.Operation;
+import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.LogCapture;
 import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
@@ -99,6 +103,41 @@ class MergerHandlerTest {
     assertEquals(result.get("upserts").asLong(), line.path("Upserts").asLong(), line.toString());
     assertEquals(2, line.path("BacklogObjects").asInt(), "two batches left for the next run");
     assertTrue(line.path("FreshnessLagSeconds").asLong() >= 0);
+  }
+
+  @Test
+  void eachRunLogsAJsonLineWithTheSnapshotAndTheStagedObjectsItApplied() throws Exception {
+    stageSomeChanges(2);
+    LocalContext context = new LocalContext("ddb2iceberg-merger", 1024, 300);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    JsonNode line;
+    try (LogCapture logs = LogCapture.json()) {
+      handler().handleRequest(new ByteArrayInputStream(new byte[0]), out, context);
+      line = logs.line(context.getAwsRequestId(), "Merge run");
+    }
+    JsonNode result = JSON.readTree(out.toByteArray());
+    assertEquals("ddb2iceberg-merger", line.path("function").asText(), line.toString());
+    assertEquals(result.get("snapshotId").asLong(), line.path("snapshotId").asLong(), line.toString());
+    assertEquals(result.get("changesApplied").asLong(), line.path("changesApplied").asLong(), line.toString());
+    assertEquals(2, line.path("objectsApplied").asInt(), line.toString());
+    assertTrue(line.path("firstStagedObject").asText().startsWith("staging/"), line.toString());
+    assertTrue(line.path("millis").isIntegralNumber(), line.toString());
+  }
+
+  @Test
+  void aFailedRunLogsTheErrorWithItsCause() throws Exception {
+    stageSomeChanges(1);
+    server.faults().failFrom(Operation.GET, 1, key -> key.startsWith("staging/"));
+    LocalContext context = new LocalContext("ddb2iceberg-merger", 1024, 300);
+    JsonNode line;
+    try (LogCapture logs = LogCapture.json()) {
+      assertThrows(RuntimeException.class, () -> handler().handleRequest(new ByteArrayInputStream(new byte[0]),
+          new ByteArrayOutputStream(), context));
+      line = logs.line(context.getAwsRequestId(), "Merge run failed");
+    }
+    assertEquals("ERROR", line.path("level").asText(), line.toString());
+    assertFalse(line.path("errorType").asText().isEmpty(), line.toString());
+    assertTrue(line.path("stackTrace").size() > 0, line.toString());
   }
 
   @Test

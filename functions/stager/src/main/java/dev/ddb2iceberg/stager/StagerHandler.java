@@ -6,6 +6,7 @@ import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.ops.MetricLine;
+import dev.ddb2iceberg.ops.logging.Invocation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.time.Clock;
@@ -13,6 +14,7 @@ import java.util.List;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
@@ -59,12 +61,36 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
           + " (it has no \"Records\"). Invoke it from the table's stream event source mapping, or with a file like"
           + " events/stager-batch.json.");
     }
+    try (Invocation log = Invocation.of(context == null ? null : context.getFunctionName(),
+        context == null ? null : context.getAwsRequestId())) {
+      return stage(event.getRecords());
+    }
+  }
+
+  private StreamsEventResponse stage(List<DynamodbEvent.DynamodbStreamRecord> records) {
+    String first = records.isEmpty() ? null : sequenceNumber(records.get(0));
+    String last = records.isEmpty() ? null : sequenceNumber(records.get(records.size() - 1));
     long start = System.nanoTime();
-    BatchStager.Result result = stager.stage(event.getRecords());
+    BatchStager.Result result;
+    try {
+      result = stager.stage(records);
+    } catch (RuntimeException e) {
+      LOG.atError().setCause(e).addKeyValue("records", records.size()).addKeyValue("firstSequenceNumber", first)
+          .addKeyValue("lastSequenceNumber", last).log("Staging the batch failed; Lambda retries it");
+      throw e;
+    }
     long millis = (System.nanoTime() - start) / 1_000_000;
-    LOG.info("Batch of {} records: {} staged as {}, {} quarantined, {} in {} ms", result.records(), result.staged(),
-        result.stagedObject() == null ? "nothing" : result.stagedObject().key(), result.quarantined(),
-        result.complete() ? "complete" : "resume at " + result.firstFailedSequenceNumber(), millis);
+    // A partial batch is a warning: Lambda retries from resumeAt, and repeated ones mean staging is failing.
+    LOG.atLevel(result.complete() ? Level.INFO : Level.WARN)
+        .addKeyValue("records", result.records())
+        .addKeyValue("firstSequenceNumber", first)
+        .addKeyValue("lastSequenceNumber", last)
+        .addKeyValue("staged", result.staged())
+        .addKeyValue("stagedObject", result.stagedObject() == null ? null : result.stagedObject().key())
+        .addKeyValue("quarantined", result.quarantined())
+        .addKeyValue("resumeAt", result.firstFailedSequenceNumber())
+        .addKeyValue("millis", millis)
+        .log(result.complete() ? "Staged the batch" : "Staged part of the batch; Lambda retries from resumeAt");
     metricsOut.accept(MetricLine.forTable(table, Clock.systemUTC())
         .count("StagedRecords", result.staged())
         .count("QuarantinedRecords", result.quarantined())
@@ -76,5 +102,10 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
             ? List.of()
             : List.of(new StreamsEventResponse.BatchItemFailure(result.firstFailedSequenceNumber())))
         .build();
+  }
+
+  /** For the log only: a malformed record (quarantined by the stager) may lack its stream fields. */
+  private static String sequenceNumber(DynamodbEvent.DynamodbStreamRecord record) {
+    return record == null || record.getDynamodb() == null ? null : record.getDynamodb().getSequenceNumber();
   }
 }

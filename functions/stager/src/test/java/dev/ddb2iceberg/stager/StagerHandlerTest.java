@@ -15,6 +15,8 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalContext;
+import dev.ddb2iceberg.embedded.LogCapture;
 import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore.Operation;
 import dev.ddb2iceberg.embedded.ProjectFiles;
@@ -192,6 +194,38 @@ class StagerHandlerTest {
     assertEquals(3, line.path("StagedRecords").asInt(), "the three good records of the mixed batch: " + line);
     assertEquals(2, line.path("QuarantinedRecords").asInt(), line.toString());
     assertEquals(0, line.path("StagingFailures").asInt());
+  }
+
+  @Test
+  void eachBatchLogsAJsonLineNamingTheFunctionTheSequenceRangeAndTheStagedObject() {
+    List<DynamodbEvent.DynamodbStreamRecord> records = mixedBatch();
+    LocalContext context = new LocalContext("ddb2iceberg-stager", 512, 60);
+    JsonNode line;
+    try (LogCapture logs = LogCapture.json()) {
+      handler.handleRequest(event(records), context);
+      line = logs.line(context.getAwsRequestId(), "Staged the batch");
+    }
+    assertEquals("ddb2iceberg-stager", line.path("function").asText(), line.toString());
+    assertEquals(seq(records.get(0)), line.path("firstSequenceNumber").asText(), line.toString());
+    assertEquals(seq(records.get(records.size() - 1)), line.path("lastSequenceNumber").asText(), line.toString());
+    assertEquals(keys("staging/"), List.of(line.path("stagedObject").asText()), line.toString());
+    assertEquals(3, line.path("staged").asInt());
+    assertEquals(2, line.path("quarantined").asInt());
+    assertTrue(line.path("millis").isIntegralNumber(), line.toString());
+  }
+
+  @Test
+  void aFailedBatchLogsTheErrorWithItsCauseAndTheRange() {
+    List<DynamodbEvent.DynamodbStreamRecord> records = mixedBatch();
+    server.faults().failFrom(Operation.PUT, 1, key -> key.startsWith("staging/"));
+    LocalContext context = new LocalContext("ddb2iceberg-stager", 512, 60);
+    JsonNode line;
+    try (LogCapture logs = LogCapture.json()) {
+      handler.handleRequest(event(records), context);
+      line = logs.line(context.getAwsRequestId(), "Staged part of the batch");
+    }
+    assertEquals("WARN", line.path("level").asText(), line.toString());
+    assertEquals(seq(records.get(0)), line.path("resumeAt").asText(), line.toString());
   }
 
   @Test

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.local;
+package dev.ddb2iceberg.embedded;
 
 import com.amazonaws.services.lambda.runtime.ClientContext;
 import com.amazonaws.services.lambda.runtime.CognitoIdentity;
@@ -7,14 +7,14 @@ import com.amazonaws.services.lambda.runtime.LambdaLogger;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
 
-/** The Lambda context of a local invocation: names, a request id, and a logger to stderr. */
-final class LocalContext implements Context {
+/** The Lambda context of a local or test invocation: names, a request id, and a logger to stderr. */
+public final class LocalContext implements Context {
   private final String functionName;
   private final int memoryMb;
   private final long deadline;
   private final String requestId = UUID.randomUUID().toString();
 
-  LocalContext(String functionName, int memoryMb, int timeoutSeconds) {
+  public LocalContext(String functionName, int memoryMb, int timeoutSeconds) {
     this.functionName = functionName;
     this.memoryMb = memoryMb;
     this.deadline = System.currentTimeMillis() + timeoutSeconds * 1000L;
