@@ -11,7 +11,8 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "ddb2iceberg", mixinStandardHelpOptions = true, version = "ddb2iceberg 0.1.0",
     description = "Runs the DynamoDB-to-Iceberg pipeline locally.",
-    subcommands = {DemoCommand.class, InvokeCommand.class, UpCommand.class, StatusCommand.class})
+    subcommands = {DemoCommand.class, InvokeCommand.class, UpCommand.class, StatusCommand.class,
+        LoadExportCommand.class})
 public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 

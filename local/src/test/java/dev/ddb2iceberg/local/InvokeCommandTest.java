@@ -5,13 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import dev.ddb2iceberg.model.DdbValue;
 import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,12 +33,16 @@ class InvokeCommandTest {
 
   @TempDir Path dir;
   private Path envVars;
+  private EmbeddedS3Server server;
+  private String bucket;
 
   record Run(int exit, String out, String err) {}
 
   @BeforeEach
   void setUp(EmbeddedS3Server server) throws Exception {
-    Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+    this.server = server;
+    this.bucket = S3ServerExtension.newBucket(server);
+    Map<String, String> env = new LocalStack(server, bucket, dir).environment("orders");
     envVars = dir.resolve("env.json");
     JSON.writeValue(envVars.toFile(), Map.of("Parameters", env));
   }
@@ -51,6 +60,34 @@ class InvokeCommandTest {
 
   private Run invoke(String function, String event) {
     return run("invoke", function, "-e", ProjectFiles.event(event).toString(), "-n", envVars.toString());
+  }
+
+  @Test
+  void loadExportLoadsAnExportThroughTheMergerShowingProgressAndNeverTwice() {
+    assertEquals(0, invoke("Stager", "stager-batch.json").exit()); // the stream first
+    List<Map<String, DdbValue>> items = new ArrayList<>();
+    for (int i = 0; i < 25; i++) {
+      items.add(Map.of("customer_id", new DdbValue.S("C-" + i), "order_id", new DdbValue.N(Integer.toString(i)),
+          "status", new DdbValue.S("SHIPPED")));
+    }
+    String export = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
+        .writeFull("01764460900000-abcdef12", Instant.now().minusSeconds(60), items, 3);
+
+    Run load = run("load-export", export, "--keys", "customer_id,order_id", "-n", envVars.toString());
+    assertEquals(0, load.exit(), load.err());
+    assertTrue(load.out().contains("25 of 25 items loaded (4 of 4 data files)"), load.out());
+    assertTrue(load.out().contains("is loaded"), load.out());
+
+    Run status = run("status", "-n", envVars.toString());
+    assertTrue(status.out().contains("export       01764460900000-abcdef12: loaded, 25 items"), status.out());
+
+    Run again = run("load-export", export, "-n", envVars.toString());
+    assertEquals(0, again.exit(), again.err());
+    assertTrue(again.out().contains("loaded before"), again.out());
+
+    Run bad = run("load-export", "s3://" + bucket + "/exports/AWSDynamoDB/missing/", "-n", envVars.toString());
+    assertEquals(2, bad.exit(), "a user error: " + bad.err());
+    assertTrue(bad.err().contains("is the export finished"), bad.err());
   }
 
   @Test

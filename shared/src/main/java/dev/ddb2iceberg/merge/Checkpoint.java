@@ -1,9 +1,13 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.staging.StagedObjectName;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.iceberg.Snapshot;
@@ -25,6 +29,13 @@ public final class Checkpoint {
   public static final String APPLIED = "ddb2iceberg.applied-staged-objects";
   /** Snapshot summary property with the id of the merge run that wrote the snapshot. */
   public static final String RUN_ID = "ddb2iceberg.merge-run-id";
+  /**
+   * Snapshot summary property: the approximate time (epoch ms) of the oldest stream change ever
+   * merged, which shows how far back the staged stream reaches when an export is loaded.
+   */
+  public static final String STREAM_SINCE = "ddb2iceberg.stream-since-millis";
+  /** Properties besides {@link #APPLIED} that every merge and maintenance commit carries forward. */
+  static final List<String> CARRIED = List.of(Tombstones.PROPERTY, STREAM_SINCE, ExportProgress.PROPERTY);
 
   private Checkpoint() {}
 
@@ -81,18 +92,27 @@ public final class Checkpoint {
     return carried;
   }
 
-  /** Summary properties a maintenance commit sets to carry the checkpoint forward. */
-  public static java.util.Map<String, String> carried(Table table) {
-    java.util.Map<String, String> carried = new java.util.HashMap<>();
+  /** Summary properties a commit sets to carry the checkpoint forward (a mutable copy). */
+  public static Map<String, String> carried(Table table) {
+    Map<String, String> carried = new HashMap<>();
     Set<String> tokens = read(table);
     if (!tokens.isEmpty()) {
       carried.put(APPLIED, encode(tokens));
     }
-    String removals = readProperty(table, Tombstones.PROPERTY);
-    if (removals != null) {
-      carried.put(Tombstones.PROPERTY, removals);
+    for (String property : CARRIED) {
+      String value = readProperty(table, property);
+      if (value != null) {
+        carried.put(property, value);
+      }
     }
     return carried;
+  }
+
+  /** The oldest stream change merged so far, counting {@code changes}; epoch ms. */
+  static long streamSince(Table table, Collection<Change> changes) {
+    long since = changes.stream().mapToLong(Change::approximateCreationMillis).min().orElse(Long.MAX_VALUE);
+    String before = readProperty(table, STREAM_SINCE);
+    return before == null ? since : Math.min(since, Long.parseLong(before));
   }
 
   /** The removals file every snapshot of the table names (maintenance must keep these). */

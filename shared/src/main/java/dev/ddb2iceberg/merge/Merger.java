@@ -69,6 +69,8 @@ public final class Merger {
    * redelivered older change of a removed item can arrive after it is forgotten.
    */
   static final Duration REMOVALS_KEPT = Duration.ofHours(48);
+  /** Removals kept from this long before an unfinished export load's point in time. */
+  static final Duration EXPORT_REMOVALS_MARGIN = Duration.ofHours(1);
 
   private final Catalog catalog;
   private final TableIdentifier id;
@@ -142,7 +144,7 @@ public final class Merger {
         table.refresh(); // re-plan against what the winning commit left
       }
       try {
-        outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, removalsCutoff(pending), pool);
+        outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, removalsCutoff(pending, table), pool);
       } catch (ValidationException | CommitFailedException lost) {
         if (attempts >= options.maxCommitAttempts()) {
           throw new IllegalStateException("Gave up after " + attempts + " commit attempts, each racing another commit"
@@ -251,10 +253,19 @@ public final class Merger {
    * then wait, staged, while the merger is down; so the window runs from the oldest staged object
    * still waiting, not only from now.
    */
-  private static long removalsCutoff(List<StagedObject> pending) {
+  static long removalsCutoff(List<StagedObject> pending, Table table) {
     long now = System.currentTimeMillis();
     long oldestWaiting = pending.stream().mapToLong(o -> o.lastModified().toEpochMilli()).min().orElse(now);
-    return Math.min(now, oldestWaiting) - REMOVALS_KEPT.toMillis();
+    long cutoff = Math.min(now, oldestWaiting) - REMOVALS_KEPT.toMillis();
+    // While an export loads, every removal since its point in time must stay known: its items
+    // are older than those removals, however late the chunk holding them is loaded.
+    if (table != null && table.currentSnapshot() != null) {
+      java.util.OptionalLong export = ExportProgress.oldestUnfinished(table);
+      if (export.isPresent()) {
+        cutoff = Math.min(cutoff, export.getAsLong() - EXPORT_REMOVALS_MARGIN.toMillis());
+      }
+    }
+    return cutoff;
   }
 
   private Attempt attempt(Table table, Slice slice, Set<String> stillStaged, String runId, long removalsCutoff,
@@ -276,6 +287,29 @@ public final class Merger {
     if (tokens.isEmpty()) {
       return new Attempt(null, List.of(), 0, 0, 0, 0, appliedByOthers, 0, 0); // nothing left to apply
     }
+    Set<String> checkpointOut = new LinkedHashSet<>(tokens);
+    checkpointOut.addAll(stillStaged);
+    Map<String, String> properties = Checkpoint.carried(table);
+    properties.put(Checkpoint.APPLIED, Checkpoint.encode(checkpointOut));
+    properties.put(Checkpoint.STREAM_SINCE, Long.toString(Checkpoint.streamSince(table, changes)));
+    Applied a = apply(table, changes, properties, runId, removalsCutoff, pool);
+    return new Attempt(a.snapshotId(), a.applied(), a.stale(), a.upserts(), a.deletes(), a.quarantined(),
+        appliedByOthers, a.filesRead(), a.filesInTable());
+  }
+
+  /** What one commit of changes did. */
+  record Applied(Long snapshotId, List<Change> applied, long stale, long upserts, long deletes, int quarantined,
+      int filesRead, int filesInTable) {}
+
+  /**
+   * The core of a merge, shared by staged changes and export loads: reduce the changes to each
+   * key's newest, skip those the table already holds (or removed since), write rows and deletes,
+   * and commit them in one RowDelta with {@code properties} (the caller's record of what it applied,
+   * carried with the other checkpoint properties) in its summary. Throws ValidationException or
+   * CommitFailedException when a race is lost; the caller re-plans.
+   */
+  Applied apply(Table table, List<Change> changes, Map<String, String> properties, String runId, long removalsCutoff,
+      ExecutorService pool) {
     table = evolveSchema(table, changes);
     TableLayout layout = TableLayout.of(table);
 
@@ -331,10 +365,7 @@ public final class Merger {
     DeleteWriteResult deletes = writer.writeDeletes(toDelete);
     long tCommit = System.nanoTime();
 
-    Set<String> checkpointOut = new LinkedHashSet<>(tokens);
-    checkpointOut.addAll(stillStaged);
     RowDelta delta = table.newRowDelta()
-        .set(Checkpoint.APPLIED, Checkpoint.encode(checkpointOut))
         .set(Checkpoint.RUN_ID, runId)
         .conflictDetectionFilter(Expressions.alwaysTrue())
         .validateNoConflictingDataFiles()
@@ -344,6 +375,11 @@ public final class Merger {
       delta.validateFromSnapshot(base.snapshotId());
       delta.validateDataFilesExist(toDelete.stream().map(r -> (CharSequence) r.task().file().location()).toList());
     }
+    properties.forEach((k, v) -> {
+      if (!k.equals(Tombstones.PROPERTY)) {
+        delta.set(k, v);
+      }
+    });
     if (removalsFile != null) {
       delta.set(Tombstones.PROPERTY, removalsFile);
     }
@@ -369,12 +405,12 @@ public final class Merger {
       throw lost;
     }
     long tDone = System.nanoTime();
-    LOG.info("Committed snapshot {}: {} staged objects, {} upserts, {} deletes, {} stale changes skipped, read {} of {}"
-        + " data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}", snapshotId, tokens.size(),
+    LOG.info("Committed snapshot {}: {} changes, {} upserts, {} deletes, {} stale changes skipped, read {} of {}"
+        + " data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}", snapshotId, changes.size(),
         rows.size(), toDelete.size(), stale, found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000,
         (tDeletes - tWrite) / 1_000_000, (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
-    return new Attempt(snapshotId, applied, stale, rows.size(), toDelete.size(), quarantined, appliedByOthers,
-        found.filesRead(), found.filesInTable());
+    return new Applied(snapshotId, applied, stale, rows.size(), toDelete.size(), quarantined, found.filesRead(),
+        found.filesInTable());
   }
 
   /** Adds typed columns for attributes never seen before (a separate, harmless commit). */
@@ -456,7 +492,27 @@ public final class Merger {
         left.size(), left.stream().mapToLong(StagedObject::size).sum(), oldestAge,
         Math.max(0, (now.toEpochMilli() - oldestChange) / 1000),
         (System.nanoTime() - start) / 1_000_000);
-    LOG.info("Merge run: {}", r);
+    LOG.atInfo()
+        .addKeyValue("snapshotId", r.snapshotId())
+        .addKeyValue("firstStagedObject", slice.objects.isEmpty() ? null : slice.objects.get(0).name().key())
+        .addKeyValue("lastStagedObject", slice.objects.isEmpty() ? null
+            : slice.objects.get(slice.objects.size() - 1).name().key())
+        .addKeyValue("objectsApplied", r.objectsApplied())
+        .addKeyValue("objectsAlreadyApplied", r.objectsAlreadyApplied())
+        .addKeyValue("changesRead", r.changesRead())
+        .addKeyValue("changesApplied", r.changesApplied())
+        .addKeyValue("upserts", r.upserts())
+        .addKeyValue("deletes", r.deletes())
+        .addKeyValue("staleSkipped", r.staleSkipped())
+        .addKeyValue("quarantined", r.quarantined())
+        .addKeyValue("commitAttempts", r.commitAttempts())
+        .addKeyValue("filesRead", r.filesRead())
+        .addKeyValue("filesInTable", r.filesInTable())
+        .addKeyValue("backlogObjects", r.backlogObjects())
+        .addKeyValue("backlogBytes", r.backlogBytes())
+        .addKeyValue("lagSeconds", r.lagSeconds())
+        .addKeyValue("millis", r.millis())
+        .log(r.snapshotId() == null ? "Merge run: nothing committed" : "Merge run committed a snapshot");
     return r;
   }
 }

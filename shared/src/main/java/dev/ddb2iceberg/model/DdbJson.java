@@ -114,6 +114,22 @@ public final class DdbJson {
     }
   }
 
+  /**
+   * Reads an item (attribute name to DynamoDB JSON value) at the parser's current
+   * {@code START_OBJECT}, leaving the parser on its {@code END_OBJECT}. For streaming readers of
+   * larger documents, such as the lines of a DynamoDB export.
+   */
+  public static Map<String, DdbValue> readItem(JsonParser p) throws IOException {
+    expect(p, JsonToken.START_OBJECT);
+    Map<String, DdbValue> item = new LinkedHashMap<>();
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String name = p.currentName();
+      p.nextToken();
+      item.put(name, value(p));
+    }
+    return item;
+  }
+
   private static DdbValue value(JsonParser p) throws IOException {
     expect(p, JsonToken.START_OBJECT);
     p.nextToken();
@@ -126,17 +142,7 @@ public final class DdbJson {
       case "B": v = new DdbValue.B(Base64.getDecoder().decode(text(p))); break;
       case "BOOL": v = new DdbValue.Bool(p.getBooleanValue()); break;
       case "NULL": v = DdbValue.Null.INSTANCE; break;
-      case "M": {
-        expect(p, JsonToken.START_OBJECT);
-        Map<String, DdbValue> m = new LinkedHashMap<>();
-        while (p.nextToken() == JsonToken.FIELD_NAME) {
-          String name = p.currentName();
-          p.nextToken();
-          m.put(name, value(p));
-        }
-        v = new DdbValue.M(m);
-        break;
-      }
+      case "M": v = new DdbValue.M(readItem(p)); break;
       case "L": {
         expect(p, JsonToken.START_ARRAY);
         List<DdbValue> l = new ArrayList<>();

@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.ops;
 
 import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.merge.ExportProgress;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
@@ -9,6 +10,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.DeleteFile;
@@ -40,6 +42,7 @@ import org.apache.iceberg.io.CloseableIterable;
  * @param smallDataFiles data files below 75% of the compaction target
  * @param smallFileRatio small data files over all data files (0 when there are none)
  * @param lastCompactionAt when maintenance last rewrote files, or null
+ * @param exportLoads DynamoDB exports loaded or being loaded, by export id
  */
 public record TableStatus(
     String table,
@@ -60,7 +63,8 @@ public record TableStatus(
     long deleteBytes,
     int smallDataFiles,
     double smallFileRatio,
-    String lastCompactionAt) {
+    String lastCompactionAt,
+    Map<String, ExportProgress.Load> exportLoads) {
 
   /** The status of {@code table} (null if it does not exist yet) and of its staging prefix. */
   public static TableStatus of(String name, Table table, StagingStore store, long targetFileSizeBytes, Clock clock) {
@@ -73,7 +77,7 @@ public record TableStatus(
         .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
     if (table == null || table.currentSnapshot() == null) {
       return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
-          0, 0, 0, 0, 0, 0, 0, null);
+          0, 0, 0, 0, 0, 0, 0, null, Map.of());
     }
     Snapshot current = table.currentSnapshot();
     int snapshots = 0;
@@ -112,7 +116,8 @@ public record TableStatus(
         snapshots, Duration.between(Instant.ofEpochMilli(oldestSnapshot), now).toHours(), applied.size(),
         lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
         pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
-        dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString());
+        dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
+        ExportProgress.read(table));
   }
 
   /** The report for a person. */
@@ -134,6 +139,9 @@ public record TableStatus(
       sb.append("delete files ").append(deleteFiles).append(" (").append(deleteBytes).append(" bytes)\n");
       sb.append("compacted    ").append(lastCompactionAt == null ? "never" : lastCompactionAt.toString()).append('\n');
     }
+    exportLoads.forEach((id, load) -> sb.append("export       ").append(id).append(": ")
+        .append(load.done() ? "loaded, " : "loading, ").append(load.items()).append(" items")
+        .append(load.done() ? "" : " so far (invoke the Merger with {\"loadExport\": ...} again to go on)").append('\n'));
     return sb.toString();
   }
 }

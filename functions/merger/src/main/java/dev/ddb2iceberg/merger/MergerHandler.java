@@ -6,29 +6,46 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.ScheduleInput;
+import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.merge.ExportLoadResult;
+import dev.ddb2iceberg.merge.ExportLoader;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.ops.MetricLine;
+import dev.ddb2iceberg.ops.logging.Invocation;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 import java.util.function.Consumer;
 import org.apache.iceberg.catalog.Catalog;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * Lambda entry point, run by an EventBridge schedule. Accepts a schedule rule's
  * {@code ScheduledEvent} (whose {@code detail} is the input), the plain JSON input that EventBridge
  * Scheduler delivers, or nothing. Input fields (all optional): {@code maxChanges}.
- * Returns the run's {@link MergeResult} as JSON.
+ * Returns the run's {@link MergeResult} as JSON. With {@code loadExport} it loads a DynamoDB export
+ * instead (see {@link #loadExport}) and returns an {@link ExportLoadResult}.
  */
 public final class MergerHandler implements RequestStreamHandler {
+  private static final Logger LOG = LoggerFactory.getLogger(MergerHandler.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Set<String> INPUT_FIELDS = Set.of("maxChanges");
+  private static final Set<String> INPUT_FIELDS =
+      Set.of("maxChanges", "loadExport", "keys", "marginMinutes", "skipHandOffCheck");
+  /** Time a load run leaves itself before the Lambda's deadline to finish its last chunk's commit. */
+  private static final Duration LOAD_RESERVE = Duration.ofSeconds(45);
+  /** A load's deadline when there is no Lambda context (a local run). */
+  private static final Duration LOCAL_LOAD_BUDGET = Duration.ofMinutes(10);
 
   private final MergerSettings settings;
   private final Catalog catalog;
@@ -57,10 +74,66 @@ public final class MergerHandler implements RequestStreamHandler {
 
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    MergeOptions options = options(ScheduleInput.parse(input.readAllBytes(), "merger", INPUT_FIELDS));
-    MergeResult result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
-    metricsOut.accept(metrics(result).toString());
-    JSON.writeValue(output, result);
+    try (Invocation log = Invocation.of(context == null ? null : context.getFunctionName(),
+        context == null ? null : context.getAwsRequestId())) {
+      JsonNode detail = ScheduleInput.parse(input.readAllBytes(), "merger", INPUT_FIELDS);
+      MergeOptions options = options(detail);
+      if (detail.has("loadExport")) {
+        JSON.writeValue(output, loadExport(detail, options, context));
+        return;
+      }
+      MergeResult result;
+      try {
+        result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
+      } catch (RuntimeException e) {
+        LOG.atError().setCause(e).log("Merge run failed; nothing it did is lost, the next run starts from the"
+            + " table's checkpoint");
+        throw e;
+      }
+      metricsOut.accept(metrics(result).toString());
+      JSON.writeValue(output, result);
+    }
+  }
+
+  /**
+   * Loads (part of) a DynamoDB export instead of merging: {@code {"loadExport": "s3://…/AWSDynamoDB/<id>/",
+   * "keys": ["pk", "sk"], "marginMinutes": 5, "skipHandOffCheck": false}}. Runs chunks until the
+   * export is in or the invocation's time is nearly up; invoke again with the same input to resume.
+   */
+  private ExportLoadResult loadExport(JsonNode detail, MergeOptions options, Context context) {
+    JsonNode location = detail.get("loadExport");
+    if (!location.isTextual()) {
+      throw new IllegalArgumentException("Merger input loadExport must be the export's s3:// folder, not " + location);
+    }
+    List<String> keys = new ArrayList<>();
+    JsonNode keysNode = detail.path("keys");
+    if (!keysNode.isMissingNode()) {
+      if (!keysNode.isArray() || keysNode.isEmpty() || keysNode.size() > 2) {
+        throw new IllegalArgumentException("Merger input keys must list the partition key and, if any, the sort key,"
+            + " such as [\"pk\", \"sk\"]; got " + keysNode);
+      }
+      keysNode.forEach(k -> keys.add(k.asText()));
+    }
+    JsonNode margin = detail.path("marginMinutes");
+    if (!margin.isMissingNode() && (!margin.canConvertToInt() || margin.asInt() < 0)) {
+      throw new IllegalArgumentException("Merger input marginMinutes=" + margin + " is not a whole number of minutes.");
+    }
+    JsonNode skip = detail.path("skipHandOffCheck");
+    if (!skip.isMissingNode() && !skip.isBoolean()) {
+      throw new IllegalArgumentException("Merger input skipHandOffCheck must be true or false, not " + skip);
+    }
+    ExportLoader.Request request = new ExportLoader.Request(ExportLocation.parse(location.asText()), keys,
+        Duration.ofMinutes(margin.asInt(5)), skip.asBoolean(false));
+    Instant deadline = context == null
+        ? Instant.now().plus(LOCAL_LOAD_BUDGET)
+        : Instant.now().plusMillis(context.getRemainingTimeInMillis()).minus(LOAD_RESERVE);
+    ExportLoadResult result = new ExportLoader(catalog, settings.table(), new StagingStore(s3, settings.staging()),
+        options, s3).run(request, deadline);
+    LOG.atInfo().addKeyValue("exportId", result.exportId()).addKeyValue("itemsLoaded", result.itemsLoaded())
+        .addKeyValue("itemsInExport", result.itemsInExport()).addKeyValue("itemsThisRun", result.itemsThisRun())
+        .addKeyValue("snapshots", result.snapshots()).addKeyValue("done", result.done())
+        .addKeyValue("millis", result.millis()).log("Export load run: {}", result.note());
+    return result;
   }
 
   /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */

@@ -1,0 +1,81 @@
+package dev.ddb2iceberg.local;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.embedded.LocalContext;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code load-export s3://…/AWSDynamoDB/<id>/}: loads a DynamoDB export through the Merger function,
+ * invoking it with {@code {"loadExport": …}} again and again, as a user would with
+ * {@code aws lambda invoke}, until the export is in, printing progress after each invocation.
+ */
+@Command(name = "load-export", mixinStandardHelpOptions = true,
+    description = "Load a DynamoDB export (DYNAMODB_JSON) into the table through the Merger function, resumably.")
+final class LoadExportCommand implements Callable<Integer> {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  /** Each local invocation gets this long, like a Lambda timeout, so progress shows between them. */
+  private static final int INVOCATION_SECONDS = 90;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Parameters(index = "0", paramLabel = "EXPORT", description = "the export's folder, s3://<bucket>/<prefix>AWSDynamoDB/<ExportId>/")
+  String export;
+
+  @Option(names = "--keys", split = ",", paramLabel = "PK[,SK]",
+      description = "the source table's key attributes; needed only when the Iceberg table does not exist yet")
+  List<String> keys;
+
+  @Option(names = "--margin-minutes", defaultValue = "5", description = "how far before the export time the staged stream must reach (default: ${DEFAULT-VALUE})")
+  int marginMinutes;
+
+  @Option(names = "--skip-hand-off-check", description = "load although no staged stream change shows that the stream covers the export time")
+  boolean skipHandOffCheck;
+
+  @Option(names = {"-n", "--env-vars"}, defaultValue = "events/env-local.json", paramLabel = "FILE",
+      description = "JSON environment overrides, in sam's shape (default: ${DEFAULT-VALUE}, the local stack)")
+  Path envVars;
+
+  @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", paramLabel = "FILE",
+      description = "the SAM template (default: ${DEFAULT-VALUE})")
+  Path template;
+
+  @Override
+  public Integer call() throws Exception {
+    SamTemplate.Function function = SamTemplate.read(template).function("Merger");
+    Map<String, String> env = InvokeCommand.environment(function, envVars);
+    ObjectNode input = JSON.createObjectNode().put("loadExport", export).put("marginMinutes", marginMinutes)
+        .put("skipHandOffCheck", skipHandOffCheck);
+    if (keys != null && !keys.isEmpty()) {
+      keys.forEach(input.putArray("keys")::add);
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    Object handler = LocalInvoker.newHandler(function.handler(), env);
+    for (int invocation = 1; ; invocation++) {
+      JsonNode result;
+      try {
+        result = JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(input),
+            new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
+      } catch (IllegalArgumentException | IllegalStateException refused) {
+        throw new UserError(LocalInvoker.rootMessage(refused));
+      }
+      out.printf("invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
+          + " the stream%n", invocation, result.path("itemsLoaded").asLong(), result.path("itemsInExport").asLong(),
+          result.path("filesDone").asInt(), result.path("files").asInt(), result.path("skipped").asLong());
+      out.flush();
+      if (result.path("done").asBoolean()) {
+        out.println(result.path("note").asText());
+        return 0;
+      }
+    }
+  }
+}
