@@ -73,6 +73,9 @@ public final class CompactionThroughput {
           c.dataFilesBefore(), c.dataFilesAfter(), c.deleteFilesBefore(), c.deleteFilesAfter());
       System.out.printf("compaction: %d groups, %,d bytes rewritten in %.1f s = %.1f MB/s%n", c.groups(),
           c.bytesRewritten(), seconds, c.bytesRewritten() / 1e6 / seconds);
+      Results.report("compaction after " + merges + " merges of " + perMerge + " changes (" + c.dataFilesBefore()
+          + " data + " + c.deleteFilesBefore() + " delete files), per core", ">= 100 MB/s", String.format("%.1f MB/s",
+          c.bytesRewritten() / 1e6 / seconds / Runtime.getRuntime().availableProcessors()));
     }
   }
 }

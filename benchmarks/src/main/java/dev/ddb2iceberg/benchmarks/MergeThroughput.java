@@ -30,6 +30,7 @@ import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.InternalRecordWrapper;
@@ -47,7 +48,10 @@ import software.amazon.awssdk.services.s3.S3Client;
  * <p>Run: {@code java -Xmx8g -cp ... dev.ddb2iceberg.benchmarks.MergeThroughput 1000000 10000000}
  */
 public final class MergeThroughput {
-  private static final int CHANGES = 100_000;
+  /** Changes staged per table size ({@code -Dbench.changes}, default 100,000). */
+  private static final int CHANGES = Integer.getInteger("bench.changes", 100_000);
+  /** A run's bound ({@code -Dbench.maxPerRun}; default: all changes in one run). */
+  private static final int MAX_PER_RUN = Integer.getInteger("bench.maxPerRun", CHANGES);
   private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
 
   public static void main(String[] args) throws Exception {
@@ -57,23 +61,44 @@ public final class MergeThroughput {
       server.createBucket("bench");
       LocalStack stack = new LocalStack(server, "bench", dir);
       List<double[]> results = new ArrayList<>();
-      for (long rows : sizes) {
-        results.add(new double[] {rows, run(stack, server, rows)});
+      // A scheduled merger runs in a warm container: measure after the JIT has seen a merge (untimed,
+      // small table). -Dbench.cold=true measures the first merge of a fresh JVM instead.
+      if (!Boolean.getBoolean("bench.cold")) {
+        System.out.println("warm-up merge (not measured)");
+        run(stack, server, 50_000, 20_000);
       }
+      for (long rows : sizes) {
+        results.add(new double[] {rows, run(stack, server, rows, CHANGES)});
+      }
+      int cores = Runtime.getRuntime().availableProcessors();
+      String runs = MAX_PER_RUN >= CHANGES ? "one run" : "runs of at most " + String.format("%,d", MAX_PER_RUN);
       System.out.println();
       System.out.printf("%-12s %-14s %-14s%n", "table rows", "merge seconds", "changes/s");
       for (double[] r : results) {
-        System.out.printf("%-12s %-14.2f %-14s%n", String.format("%,d", (long) r[0]), r[1], String.format("%,.0f", CHANGES / r[1]));
+        System.out.printf("%-12s %-14.2f %-14s%n", String.format("%,d", (long) r[0]), r[1],
+            String.format("%,.0f", CHANGES / r[1]));
+        Results.report(String.format("merger: %,d mixed changes into a %,d-row table, %s, %d cores", CHANGES,
+            (long) r[0], runs, cores), ">= 100,000 changes/s per core", String.format("%,.0f changes/s (%,.0f per core,"
+            + " %.2f s)", CHANGES / r[1], CHANGES / r[1] / cores, r[1]));
+        // The merger's memory bound: the run completing in a heap this size shows it needs no more.
+        // (Heap "in use" is no measure: a JVM lets garbage pile up to whatever maximum it is given.)
+        if (Boolean.getBoolean("bench.reportHeap")) {
+          Results.report(String.format("merger heap: %,d changes, %s, into %,d rows", CHANGES, runs, (long) r[0]),
+              "<= 1 GB", String.format("completes in -Xmx%d MB", Runtime.getRuntime().maxMemory() >> 20));
+        }
       }
       if (results.size() > 1) {
-        System.out.printf("time ratio largest/smallest: %.2f%n", results.get(results.size() - 1)[1] / results.get(0)[1]);
+        double ratio = results.get(results.size() - 1)[1] / results.get(0)[1];
+        System.out.printf("time ratio largest/smallest: %.2f%n", ratio);
+        Results.report(String.format("merge time ratio, %,d / %,d rows", (long) results.get(results.size() - 1)[0],
+            (long) results.get(0)[0]), "<= 1.5", String.format("%.2f", ratio));
       }
     } finally {
       deleteRecursively(dir);
     }
   }
 
-  private static double run(LocalStack stack, EmbeddedS3Server server, long rows) {
+  private static double run(LocalStack stack, EmbeddedS3Server server, long rows, int changes) {
     String name = "bench_" + rows;
     Environment env = new Environment(stack.environment(name));
     StagingSettings staging = new StagingSettings("bench", "staging-" + rows + "/", "quarantine/");
@@ -81,7 +106,7 @@ public final class MergeThroughput {
     TableSettings tableSettings = TableSettings.from(env);
     Catalog catalog = catalogSettings.load();
     try {
-      return run(catalog, server, staging, tableSettings, rows);
+      return run(catalog, server, staging, tableSettings, rows, changes);
     } finally {
       try {
         ((java.io.Closeable) catalog).close();
@@ -92,7 +117,7 @@ public final class MergeThroughput {
   }
 
   private static double run(Catalog catalog, EmbeddedS3Server server, StagingSettings staging,
-      TableSettings tableSettings, long rows) {
+      TableSettings tableSettings, long rows, int changes) {
     S3Client s3 = server.newClient();
     StagingStore store = new StagingStore(s3, staging);
 
@@ -106,7 +131,7 @@ public final class MergeThroughput {
     Random random = new Random(rows);
     BatchStager stager = new BatchStager(store);
     List<Change> batch = new ArrayList<>();
-    for (int i = 0; i < CHANGES; i++) {
+    for (int i = 0; i < changes; i++) {
       int kind = random.nextInt(10);
       long n = kind == 0 ? rows + i : (long) (random.nextDouble() * rows); // 10% new items
       batch.add(change(n, kind < 8 ? (kind == 0 ? Operation.INSERT : Operation.MODIFY) : Operation.REMOVE, i + 1, random));
@@ -116,7 +141,10 @@ public final class MergeThroughput {
       }
     }
 
-    MergeOptions options = new MergeOptions(CHANGES, 1L << 30, 3, 8);
+    if (!batch.isEmpty()) {
+      stager.stage(StreamEvents.batch(batch).getRecords());
+    }
+    MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8);
     // -Dbench.jfr=<file>: a JFR profile of the merge alone (not of the load), for `jfr view hot-methods`.
     String jfr = System.getProperty("bench.jfr");
     jdk.jfr.Recording recording = null;
@@ -128,8 +156,12 @@ public final class MergeThroughput {
       }
       recording.start();
     }
+    System.gc(); // the load's garbage is not the merge's
     long start = System.nanoTime();
-    MergeResult result = new Merger(catalog, tableSettings, store, options).run();
+    MergeResult result;
+    do { // what the schedule does: runs until nothing waits
+      result = new Merger(catalog, tableSettings, store, options).run();
+    } while (result.backlogObjects() > 0);
     double seconds = (System.nanoTime() - start) / 1e9;
     if (recording != null) {
       recording.stop();
@@ -166,6 +198,8 @@ public final class MergeThroughput {
 
   /** Writes rows 0..n-1 in key order (so sorted within each bucket) and appends them in one commit. */
   private static void bulkLoad(Table table, long n) {
+    // Sixteen files open at once each buffer a row group: small ones keep the load within a 1 GB heap.
+    table.updateProperties().set(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, Long.toString(8L << 20)).commit();
     TableLayout layout = TableLayout.of(table);
     PartitionKey partition = new PartitionKey(table.spec(), table.schema());
     InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
@@ -183,6 +217,7 @@ public final class MergeThroughput {
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+    table.updateProperties().remove(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES).commit();
     AppendFiles append = table.newAppend();
     writer.result().dataFiles().forEach(append::appendFile);
     append.commit();
