@@ -154,6 +154,7 @@ public final class MergeThroughput {
       } catch (java.io.IOException | java.text.ParseException e) {
         throw new IllegalStateException(e);
       }
+      recording.enable("jdk.ExecutionSample").withPeriod(java.time.Duration.ofMillis(2)); // enough samples for seconds
       recording.start();
     }
     System.gc(); // the load's garbage is not the merge's

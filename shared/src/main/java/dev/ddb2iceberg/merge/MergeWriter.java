@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.util.Futures;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -7,6 +8,8 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
@@ -24,12 +27,11 @@ import org.apache.iceberg.deletes.DeleteGranularity;
 import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.io.ClusteredDataWriter;
-import org.apache.iceberg.io.DataWriteResult;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FanoutPositionOnlyDeleteWriter;
 import org.apache.iceberg.io.OutputFileFactory;
-import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.util.ContentFileUtil;
+import org.apache.iceberg.util.StructLikeMap;
 
 /**
  * Writes what one merge commits: new data files for the upserted items, sorted by partition and
@@ -48,35 +50,52 @@ final class MergeWriter {
     this.runId = runId;
   }
 
-  List<DataFile> writeRows(List<Record> rows, Comparator<Record> keyOrder) {
+  /**
+   * Writes the rows, one task per partition on {@code pool} (Parquet encoding and compression are
+   * the merge's heaviest CPU work, and partitions are independent), each sorted by key.
+   */
+  List<DataFile> writeRows(List<Record> rows, Comparator<Record> keyOrder, ExecutorService pool) {
     if (rows.isEmpty()) {
       return List.of();
     }
     PartitionSpec spec = table.spec();
     PartitionKey partitionKey = new PartitionKey(spec, table.schema());
     InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
-    // Group rows by partition (the clustered writer keeps one file open at a time), keys sorted within.
-    List<Map.Entry<StructLike, Record>> keyed = new ArrayList<>(rows.size());
+    StructLikeMap<List<Record>> byPartition = StructLikeMap.create(spec.partitionType());
     for (Record row : rows) {
       partitionKey.partition(wrapper.wrap(row));
-      keyed.add(Map.entry(partitionKey.copy(), row));
+      List<Record> group = byPartition.get(partitionKey);
+      if (group == null) {
+        group = new ArrayList<>();
+        byPartition.put(partitionKey.copy(), group);
+      }
+      group.add(row);
     }
-    Comparator<StructLike> byPartition = Comparators.forType(spec.partitionType());
-    keyed.sort(Map.Entry.<StructLike, Record>comparingByKey(byPartition).thenComparing(Map.Entry::getValue, keyOrder));
+    List<Future<List<DataFile>>> writes = new ArrayList<>();
+    for (Map.Entry<StructLike, List<Record>> e : byPartition.entrySet()) {
+      int task = taskId++;
+      writes.add(pool.submit(() -> writePartition(spec, e.getKey(), e.getValue(), keyOrder, task)));
+    }
+    List<DataFile> files = new ArrayList<>();
+    for (Future<List<DataFile>> write : writes) {
+      files.addAll(Futures.join(write, "writing data files"));
+    }
+    return files;
+  }
 
+  private List<DataFile> writePartition(PartitionSpec spec, StructLike partition, List<Record> rows,
+      Comparator<Record> keyOrder, int task) throws IOException {
+    rows.sort(keyOrder); // sorted keys give each file tight key bounds, which prune later merges' reads
     GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
-    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, task).operationId(runId)
         .format(FileFormat.PARQUET).build();
     ClusteredDataWriter<Record> writer = new ClusteredDataWriter<>(writers, files, table.io(), TARGET_FILE_SIZE);
     try (writer) {
-      for (Map.Entry<StructLike, Record> e : keyed) {
-        writer.write(e.getValue(), spec, e.getKey());
+      for (Record row : rows) {
+        writer.write(row, spec, partition);
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
-    DataWriteResult result = writer.result();
-    return result.dataFiles();
+    return writer.result().dataFiles();
   }
 
   /** Deletes for these rows; the result also names delete files they replace (v3 DVs). */

@@ -360,7 +360,7 @@ public final class Merger {
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
-    List<DataFile> dataFiles = writer.writeRows(rows, layout.keyOrder());
+    List<DataFile> dataFiles = writer.writeRows(rows, layout.keyOrder(), pool);
     long tDeletes = System.nanoTime();
     DeleteWriteResult deletes = writer.writeDeletes(toDelete);
     long tCommit = System.nanoTime();
