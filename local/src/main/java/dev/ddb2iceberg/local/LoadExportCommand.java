@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.embedded.LocalContext;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -41,18 +40,12 @@ final class LoadExportCommand implements Callable<Integer> {
   @Option(names = "--skip-hand-off-check", description = "load although no staged stream change shows that the stream covers the export time")
   boolean skipHandOffCheck;
 
-  @Option(names = {"-n", "--env-vars"}, defaultValue = "events/env-local.json", paramLabel = "FILE",
-      description = "JSON environment overrides, in sam's shape (default: ${DEFAULT-VALUE}, the local stack)")
-  Path envVars;
-
-  @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", paramLabel = "FILE",
-      description = "the SAM template (default: ${DEFAULT-VALUE})")
-  Path template;
+  @CommandLine.Mixin LocalStackOptions stack;
 
   @Override
   public Integer call() throws Exception {
-    SamTemplate.Function function = SamTemplate.read(template).function("Merger");
-    Map<String, String> env = InvokeCommand.environment(function, envVars);
+    SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
+    Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
     ObjectNode input = JSON.createObjectNode().put("loadExport", export).put("marginMinutes", marginMinutes)
         .put("skipHandOffCheck", skipHandOffCheck);
     if (keys != null && !keys.isEmpty()) {

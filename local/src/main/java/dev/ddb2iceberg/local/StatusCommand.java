@@ -7,7 +7,6 @@ import dev.ddb2iceberg.maintainer.MaintenanceHandler;
 import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.ops.TableStatus;
 import dev.ddb2iceberg.table.TableCreator;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.util.concurrent.Callable;
 import org.apache.iceberg.catalog.Catalog;
@@ -28,21 +27,15 @@ import software.amazon.awssdk.core.exception.SdkClientException;
 final class StatusCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-  @Option(names = {"-n", "--env-vars"}, defaultValue = "events/env-local.json", paramLabel = "FILE",
-      description = "JSON environment overrides, in sam's shape (default: ${DEFAULT-VALUE}, the local stack)")
-  Path envVars;
-
-  @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", paramLabel = "FILE",
-      description = "the SAM template (default: ${DEFAULT-VALUE})")
-  Path template;
+  @CommandLine.Mixin LocalStackOptions stack;
 
   @Option(names = "--json", description = "print the report as JSON")
   boolean json;
 
   @Override
   public Integer call() throws Exception {
-    SamTemplate.Function function = SamTemplate.read(template).function("Maintenance");
-    MaintenanceSettings settings = MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, envVars)));
+    SamTemplate.Function function = SamTemplate.read(stack.template).function("Maintenance");
+    MaintenanceSettings settings = MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
     TableStatus status;
     try {
       Catalog catalog = settings.catalog().load();

@@ -252,8 +252,8 @@ public final class ExportLoader {
 
   private static ExportLoadResult result(ExportManifest m, ExportProgress.Load load, long items, long upserts,
       long skipped, int snapshots, long start, String note) {
-    ExportProgress.Load l = load == null ? new ExportProgress.Load(m.type().name(), 0, 0, 0, 0, false) : load;
-    return new ExportLoadResult(m.exportId(), m.type().name(), m.time().toString(), m.itemCount(), l.items(), items,
-        upserts, skipped, m.files().size(), l.file(), snapshots, l.done(), note, (System.nanoTime() - start) / 1_000_000);
+    return new ExportLoadResult(m.exportId(), m.type().name(), m.time().toString(), m.itemCount(), load.items(), items,
+        upserts, skipped, m.files().size(), load.file(), snapshots, load.done(), note,
+        (System.nanoTime() - start) / 1_000_000);
   }
 }
