@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.faults;
 
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
@@ -8,7 +9,11 @@ import dev.ddb2iceberg.embedded.UnknownOutcomeCatalog;
 import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.merge.ExportLoadResult;
+import dev.ddb2iceberg.merge.ExportLoader;
+import dev.ddb2iceberg.merge.ExportProgress;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -72,6 +77,20 @@ final class PipelineHarness {
   /** Tokens of every object some committed snapshot applied (snapshots may expire later). */
   private final Set<String> applied = new HashSet<>();
   private final List<String> trail = new ArrayList<>();
+  /**
+   * About one seed in three starts from a table that held items before its stream began: a
+   * DynamoDB export (those items plus the stream's first changes) is loaded chunk by chunk, with
+   * faults, while the stream flows. Its own random source leaves the other seeds' runs as they were.
+   */
+  private final Random exportRandom;
+  private final boolean withExport;
+  /** Items only the export has (written before the stream), as changes older than any other. */
+  private final List<Change> history = new ArrayList<>();
+  /** The export's items in the order the export files hold them, as the loader turns them into changes. */
+  private final List<Change> exported = new ArrayList<>();
+  private static final int EXPORT_FILES = 3;
+  private String exportLocation;
+  private boolean exportLoaded;
 
   PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
     this.seed = seed;
@@ -91,13 +110,21 @@ final class PipelineHarness {
     this.catalog = settings.catalog().load();
     this.store = new StagingStore(server.newClient(), settings.staging());
     this.id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
+    this.exportRandom = new Random(seed * 31 + 7);
+    this.withExport = exportRandom.nextInt(3) == 0;
     trail.add("seed " + seed + ": keys " + keys + ", " + source.shards().size() + " shards, " + env.get("PARTITION_SPEC")
-        + ", v" + env.get("TABLE_FORMAT_VERSION"));
+        + ", v" + env.get("TABLE_FORMAT_VERSION") + (withExport ? ", initial load from an export" : ""));
   }
 
   /** Random steps, then a fault-free drain and the final comparison with the source table. */
   void run(int steps) {
+    if (withExport) {
+      writeExport();
+    }
     for (int step = 0; step < steps; step++) {
+      if (withExport && !exportLoaded && exportRandom.nextInt(6) == 0) {
+        loadExportChunk(true);
+      }
       int what = random.nextInt(100);
       if (what < 30) {
         source.change(1 + random.nextInt(60));
@@ -286,6 +313,111 @@ final class PipelineHarness {
     checkTableMatchesItsCheckpoints("after " + kind);
   }
 
+  // ------------------------------------------------------------------ the initial load
+
+  /** Items from before the stream, some early stream changes, and an export of the table as it then is. */
+  private void writeExport() {
+    for (int i = 0; i < 40; i++) {
+      if (exportRandom.nextBoolean()) {
+        Map<String, DdbValue> image = new java.util.LinkedHashMap<>(source.key(i));
+        image.put("status", new DdbValue.S("legacy"));
+        image.put("total", new DdbValue.N(Integer.toString(exportRandom.nextInt(10_000))));
+        history.add(new Change(source.key(i), dev.ddb2iceberg.model.Operation.INSERT, image, "1", 0, false));
+      }
+    }
+    source.change(1 + exportRandom.nextInt(40)); // in the stream as well as in the export: overlap
+    ExpectedTable atExport = new ExpectedTable();
+    atExport.apply(history);
+    atExport.apply(source.changes());
+    Instant time = Instant.now();
+    List<Map<String, DdbValue>> items = new ArrayList<>(atExport.items().values());
+    for (Map<String, DdbValue> item : items) {
+      Map<String, DdbValue> key = new java.util.LinkedHashMap<>();
+      source.key(0).keySet().forEach(k -> key.put(k, item.get(k)));
+      exported.add(new Change(key, dev.ddb2iceberg.model.Operation.INSERT, item,
+          Long.toString(time.toEpochMilli() * 1000), time.toEpochMilli(), false));
+    }
+    exportLocation = new DynamoDbExportFiles(server.newClient(), settings.staging().bucket(), "exports/")
+        .writeFull("0176446080000" + seed % 10 + "-seed" + seed, time, items, EXPORT_FILES);
+    trail.add("export of " + items.size() + " items (" + history.size() + " from before the stream)");
+    stats.count("seeds with an initial load");
+  }
+
+  /** One chunk of the export, sometimes with a fault. */
+  private void loadExportChunk(boolean withFaults) {
+    int mode = withFaults ? exportRandom.nextInt(100) : 99;
+    boolean tableExists = catalog.tableExists(id);
+    ExportLoader loader = new ExportLoader(catalog, settings.table(), store,
+        MergeOptions.DEFAULTS.withMaxChanges(1 + exportRandom.nextInt(30)), server.newClient());
+    String kind = "export chunk";
+    if (mode < 10) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + exportRandom.nextInt(3), k -> k.startsWith("exports/"));
+      kind = "S3 GET errors reading the export";
+    } else if (mode < 20) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + exportRandom.nextInt(3), k -> k.contains("/data/"));
+      kind = "S3 PUT errors writing a loaded chunk";
+    } else if (mode < 30) {
+      kind = "loader crashes before a chunk's commit";
+      loader.beforeCommit(t -> {
+        throw new InjectedCrash("before the export chunk's commit");
+      });
+    } else if (mode < 40 && tableExists) {
+      kind = "a merge commits while a chunk is planned";
+      boolean[] once = {false};
+      loader.beforeCommit(t -> {
+        if (!once[0]) {
+          once[0] = true;
+          runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS), "the racing merger");
+        }
+      });
+    } else if (mode < 50 && tableExists) {
+      kind = "maintenance commits while a chunk is planned";
+      boolean[] once = {false};
+      loader.beforeCommit(t -> {
+        if (!once[0]) {
+          once[0] = true;
+          maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
+        }
+      });
+    }
+    if (!kind.equals("export chunk")) {
+      stats.count(kind);
+    }
+    try {
+      // A deadline already past: one chunk per call, as a Lambda running out of time would.
+      ExportLoadResult r = loader.run(new ExportLoader.Request(ExportLocation.parse(exportLocation),
+          List.copyOf(source.key(0).keySet()), Duration.ofMinutes(5), true), Instant.now());
+      exportLoaded = r.done();
+      stats.add("export items loaded", r.itemsThisRun());
+      trail.add(kind + ": " + r.itemsThisRun() + " items, " + r.itemsLoaded() + " of " + r.itemsInExport()
+          + (r.done() ? ", done" : ""));
+    } catch (RuntimeException e) {
+      trail.add(kind + ": failed (" + firstLine(e) + ")");
+    }
+    faults.clear();
+    recordApplied();
+    checkTableMatchesItsCheckpoints("after " + kind);
+  }
+
+  /** The export items the table's load cursor says are in: whole files before it, lines before it in its file. */
+  private List<Change> loadedExportItems(Table table) {
+    if (!withExport) {
+      return List.of();
+    }
+    ExportProgress.Load load = ExportProgress.read(table).get(ExportLocation.parse(exportLocation).exportId());
+    if (load == null) {
+      return List.of();
+    }
+    List<Change> loaded = new ArrayList<>();
+    for (int i = 0; i < exported.size(); i++) { // DynamoDbExportFiles puts item i in file i % files, line i / files
+      int file = i % EXPORT_FILES;
+      if (file < load.file() || (file == load.file() && i / EXPORT_FILES < load.line())) {
+        loaded.add(exported.get(i));
+      }
+    }
+    return loaded;
+  }
+
   // ------------------------------------------------------------------ checks
 
   /** Adds the objects every merger snapshot still in the table says it applied. */
@@ -317,6 +449,7 @@ final class PipelineHarness {
       }
       changes.addAll(object);
     }
+    changes.addAll(loadedExportItems(catalog.loadTable(id)));
     expected.apply(changes); // each key's change with the highest sequence number, as the merger keeps it
     compare(expected.items(), when);
   }
@@ -342,6 +475,12 @@ final class PipelineHarness {
 
   /** No more faults: deliver everything, merge until nothing waits, maintain, compare with the source. */
   private void drain() {
+    for (int i = 0; withExport && !exportLoaded && i < 1000; i++) {
+      loadExportChunk(false);
+    }
+    if (withExport && !exportLoaded) {
+      throw failure("the export is still not loaded after the drain");
+    }
     source.closeAll();
     while (source.shards().stream().anyMatch(SourceTable.Shard::readable)) {
       deliverOneBatch(false);
@@ -357,6 +496,7 @@ final class PipelineHarness {
     }
     maintain(false);
     ExpectedTable all = new ExpectedTable();
+    all.apply(history);
     all.apply(source.changes());
     if (catalog.tableExists(id)) {
       compare(all.items(), "at the end");

@@ -72,6 +72,12 @@ public final class ExportLoader {
     this.merger = new Merger(catalog, tableSettings, store, options);
   }
 
+  /** Testing hook: runs just before each chunk's commit attempt (fault tests crash or race there). */
+  public ExportLoader beforeCommit(java.util.function.Consumer<Table> hook) {
+    merger.beforeCommit(hook);
+    return this;
+  }
+
   /** Loads chunks of up to {@code maxChanges} items until the export is in or the deadline is near. */
   public ExportLoadResult run(Request request, Instant deadline) {
     long start = System.nanoTime();
