@@ -19,6 +19,7 @@ import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableItems;
@@ -33,10 +34,12 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.Consumer;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -228,22 +231,10 @@ final class PipelineHarness {
       });
     } else if (mode >= 44 && mode < 52 && tableExists) {
       kind = "maintenance commits while a merge is planning";
-      boolean[] once = {false};
-      merger.beforeCommit(t -> {
-        if (!once[0]) {
-          once[0] = true;
-          maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
-        }
-      });
+      merger.beforeCommit(onFirstAttempt(this::racingMaintenance));
     } else if (mode >= 52 && mode < 58 && tableExists) {
       kind = "another merger commits first";
-      boolean[] once = {false};
-      merger.beforeCommit(t -> {
-        if (!once[0]) {
-          once[0] = true;
-          runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS), "the racing merger");
-        }
-      });
+      merger.beforeCommit(onFirstAttempt(this::racingMerger));
     }
     if (!kind.equals("merge")) {
       stats.count(kind);
@@ -251,6 +242,27 @@ final class PipelineHarness {
     runMerger(merger, kind);
     faults.clear();
     checkTableMatchesItsCheckpoints("after " + kind);
+  }
+
+  /** A commit hook that runs {@code race} before the first attempt only (the retry must then win). */
+  private static Consumer<Table> onFirstAttempt(Runnable race) {
+    boolean[] done = {false};
+    return table -> {
+      if (!done[0]) {
+        done[0] = true;
+        race.run();
+      }
+    };
+  }
+
+  /** Another merger that commits in the middle of a run. */
+  private void racingMerger() {
+    runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS), "the racing merger");
+  }
+
+  /** Maintenance that compacts and expires in the middle of a run. */
+  private void racingMaintenance() {
+    maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
   }
 
   private void runMerger(Merger merger, String kind) {
@@ -297,8 +309,7 @@ final class PipelineHarness {
       kind = "S3 GET errors during compaction";
     } else if (mode < 45) {
       kind = "a merge commits while compaction is rewriting";
-      m.beforeCompactionCommit(t -> runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS),
-          "the racing merger"));
+      m.beforeCompactionCommit(t -> racingMerger());
     }
     if (!kind.equals("maintenance")) {
       stats.count(kind);
@@ -319,10 +330,10 @@ final class PipelineHarness {
   private void writeExport() {
     for (int i = 0; i < 40; i++) {
       if (exportRandom.nextBoolean()) {
-        Map<String, DdbValue> image = new java.util.LinkedHashMap<>(source.key(i));
+        Map<String, DdbValue> image = new LinkedHashMap<>(source.key(i));
         image.put("status", new DdbValue.S("legacy"));
         image.put("total", new DdbValue.N(Integer.toString(exportRandom.nextInt(10_000))));
-        history.add(new Change(source.key(i), dev.ddb2iceberg.model.Operation.INSERT, image, "1", 0, false));
+        history.add(new Change(source.key(i), Operation.INSERT, image, "1", 0, false));
       }
     }
     source.change(1 + exportRandom.nextInt(40)); // in the stream as well as in the export: overlap
@@ -332,9 +343,9 @@ final class PipelineHarness {
     Instant time = Instant.now();
     List<Map<String, DdbValue>> items = new ArrayList<>(atExport.items().values());
     for (Map<String, DdbValue> item : items) {
-      Map<String, DdbValue> key = new java.util.LinkedHashMap<>();
+      Map<String, DdbValue> key = new LinkedHashMap<>();
       source.key(0).keySet().forEach(k -> key.put(k, item.get(k)));
-      exported.add(new Change(key, dev.ddb2iceberg.model.Operation.INSERT, item,
+      exported.add(new Change(key, Operation.INSERT, item,
           Long.toString(time.toEpochMilli() * 1000), time.toEpochMilli(), false));
     }
     exportLocation = new DynamoDbExportFiles(server.newClient(), settings.staging().bucket(), "exports/")
@@ -363,22 +374,10 @@ final class PipelineHarness {
       });
     } else if (mode < 40 && tableExists) {
       kind = "a merge commits while a chunk is planned";
-      boolean[] once = {false};
-      loader.beforeCommit(t -> {
-        if (!once[0]) {
-          once[0] = true;
-          runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS), "the racing merger");
-        }
-      });
+      loader.beforeCommit(onFirstAttempt(this::racingMerger));
     } else if (mode < 50 && tableExists) {
       kind = "maintenance commits while a chunk is planned";
-      boolean[] once = {false};
-      loader.beforeCommit(t -> {
-        if (!once[0]) {
-          once[0] = true;
-          maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
-        }
-      });
+      loader.beforeCommit(onFirstAttempt(this::racingMaintenance));
     }
     if (!kind.equals("export chunk")) {
       stats.count(kind);

@@ -108,10 +108,9 @@ public final class Checkpoint {
     return carried;
   }
 
-  /** The oldest stream change merged so far, counting {@code changes}; epoch ms. */
-  static long streamSince(Table table, Collection<Change> changes) {
+  /** The oldest stream change merged so far (epoch ms): {@code before}, the carried value or null, and {@code changes}. */
+  static long streamSince(String before, Collection<Change> changes) {
     long since = changes.stream().mapToLong(Change::approximateCreationMillis).min().orElse(Long.MAX_VALUE);
-    String before = readProperty(table, STREAM_SINCE);
     return before == null ? since : Math.min(since, Long.parseLong(before));
   }
 

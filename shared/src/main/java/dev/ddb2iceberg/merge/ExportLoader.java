@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Consumer;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -73,7 +74,7 @@ public final class ExportLoader {
   }
 
   /** Testing hook: runs just before each chunk's commit attempt (fault tests crash or race there). */
-  public ExportLoader beforeCommit(java.util.function.Consumer<Table> hook) {
+  public ExportLoader beforeCommit(Consumer<Table> hook) {
     merger.beforeCommit(hook);
     return this;
   }
@@ -89,14 +90,14 @@ public final class ExportLoader {
       return result(manifest, load, 0, 0, 0, 0, start, "Export " + exportId + " was loaded before; nothing to do.");
     }
     List<String> keys = keyNames(table, request);
+    List<StagedObject> waiting = store.list(); // for the hand-off check and the removals window, as in a merge
     if (load == null) {
-      checkHandOff(table, manifest, request);
+      checkHandOff(table, manifest, request, waiting);
       load = new ExportProgress.Load(manifest.type().name(), manifest.time().toEpochMilli(), 0, 0, 0, false);
       LOG.atInfo().addKeyValue("exportId", exportId).addKeyValue("items", manifest.itemCount())
           .addKeyValue("files", manifest.files().size()).log("Starting the load of export {}", request.location());
     }
     ExportLines decoder = new ExportLines(manifest.type(), keys, manifest.time().toEpochMilli());
-    List<StagedObject> waiting = store.list(); // the removals window runs from the oldest, as in a merge
     ExportFileReader reader = new ExportFileReader(exportS3, request.location().bucket());
     long items = 0;
     long upserts = 0;
@@ -159,7 +160,7 @@ public final class ExportLoader {
   }
 
   /** Refuses (IllegalStateException with the reason) a load that could leave a gap or bring items back. */
-  private void checkHandOff(Table table, ExportManifest manifest, Request request) {
+  private void checkHandOff(Table table, ExportManifest manifest, Request request, List<StagedObject> staged) {
     if (manifest.type() != ExportManifest.Type.FULL || request.skipHandOffCheck()) {
       return;
     }
@@ -170,7 +171,7 @@ public final class ExportLoader {
           + " h, so items removed since could come back. Request a new export (the stager keeps running).");
     }
     Instant needed = exportTime.minus(request.margin());
-    Long since = streamReachesBackTo(table);
+    Long since = streamReachesBackTo(table, staged);
     if (since == null) {
       throw new IllegalStateException("Nothing shows that the stream covers export " + manifest.exportId() + " of "
           + exportTime + ": no stream change has been staged or merged yet. Deploy the stager on the table's stream"
@@ -186,10 +187,9 @@ public final class ExportLoader {
   }
 
   /** The oldest stream change merged so far or still staged (epoch ms), or null when there is none. */
-  private Long streamReachesBackTo(Table table) {
+  private Long streamReachesBackTo(Table table, List<StagedObject> staged) {
     String merged = table == null ? null : Checkpoint.readProperty(table, Checkpoint.STREAM_SINCE);
     Long since = merged == null ? null : Long.valueOf(merged);
-    List<StagedObject> staged = store.list();
     if (!staged.isEmpty()) {
       long oldest = store.read(staged.get(0).name()).stream().mapToLong(Change::approximateCreationMillis).min()
           .orElse(Long.MAX_VALUE);

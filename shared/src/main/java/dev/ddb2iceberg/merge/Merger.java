@@ -19,6 +19,7 @@ import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
@@ -260,7 +261,7 @@ public final class Merger {
     // While an export loads, every removal since its point in time must stay known: its items
     // are older than those removals, however late the chunk holding them is loaded.
     if (table != null && table.currentSnapshot() != null) {
-      java.util.OptionalLong export = ExportProgress.oldestUnfinished(table);
+      OptionalLong export = ExportProgress.oldestUnfinished(table);
       if (export.isPresent()) {
         cutoff = Math.min(cutoff, export.getAsLong() - EXPORT_REMOVALS_MARGIN.toMillis());
       }
@@ -291,7 +292,8 @@ public final class Merger {
     checkpointOut.addAll(stillStaged);
     Map<String, String> properties = Checkpoint.carried(table);
     properties.put(Checkpoint.APPLIED, Checkpoint.encode(checkpointOut));
-    properties.put(Checkpoint.STREAM_SINCE, Long.toString(Checkpoint.streamSince(table, changes)));
+    properties.put(Checkpoint.STREAM_SINCE,
+        Long.toString(Checkpoint.streamSince(properties.get(Checkpoint.STREAM_SINCE), changes)));
     Applied a = apply(table, changes, properties, runId, removalsCutoff, pool);
     return new Attempt(a.snapshotId(), a.applied(), a.stale(), a.upserts(), a.deletes(), a.quarantined(),
         appliedByOthers, a.filesRead(), a.filesInTable());
@@ -375,14 +377,12 @@ public final class Merger {
       delta.validateFromSnapshot(base.snapshotId());
       delta.validateDataFilesExist(toDelete.stream().map(r -> (CharSequence) r.task().file().location()).toList());
     }
-    properties.forEach((k, v) -> {
-      if (!k.equals(Tombstones.PROPERTY)) {
-        delta.set(k, v);
-      }
-    });
-    if (removalsFile != null) {
-      delta.set(Tombstones.PROPERTY, removalsFile);
+    if (removalsFile == null) {
+      properties.remove(Tombstones.PROPERTY); // nothing removed is remembered any more
+    } else {
+      properties.put(Tombstones.PROPERTY, removalsFile);
     }
+    properties.forEach(delta::set);
     dataFiles.forEach(delta::addRows);
     deletes.deleteFiles().forEach(delta::addDeletes);
     deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);

@@ -80,8 +80,7 @@ public final class MaintenanceHandler implements RequestStreamHandler {
 
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    try (Invocation log = Invocation.of(context == null ? null : context.getFunctionName(),
-        context == null ? null : context.getAwsRequestId())) {
+    try (Invocation log = Invocation.of(context)) {
       try {
         handle(input, output);
       } catch (RuntimeException e) {

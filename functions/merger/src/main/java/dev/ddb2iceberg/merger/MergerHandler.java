@@ -74,8 +74,7 @@ public final class MergerHandler implements RequestStreamHandler {
 
   @Override
   public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    try (Invocation log = Invocation.of(context == null ? null : context.getFunctionName(),
-        context == null ? null : context.getAwsRequestId())) {
+    try (Invocation log = Invocation.of(context)) {
       JsonNode detail = ScheduleInput.parse(input.readAllBytes(), "merger", INPUT_FIELDS);
       MergeOptions options = options(detail);
       if (detail.has("loadExport")) {

@@ -61,8 +61,7 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
           + " (it has no \"Records\"). Invoke it from the table's stream event source mapping, or with a file like"
           + " events/stager-batch.json.");
     }
-    try (Invocation log = Invocation.of(context == null ? null : context.getFunctionName(),
-        context == null ? null : context.getAwsRequestId())) {
+    try (Invocation log = Invocation.of(context)) {
       return stage(event.getRecords());
     }
   }

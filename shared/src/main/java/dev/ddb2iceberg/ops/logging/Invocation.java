@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.ops.logging;
 
+import com.amazonaws.services.lambda.runtime.Context;
 import org.slf4j.MDC;
 
 /**
@@ -10,7 +11,12 @@ import org.slf4j.MDC;
 public final class Invocation implements AutoCloseable {
   private Invocation() {}
 
-  /** Either may be null (a local run without a context): it is then left out of the lines. */
+  /** The invocation {@code context} describes; a null context (a test, a local run) adds nothing. */
+  public static Invocation of(Context context) {
+    return context == null ? of(null, null) : of(context.getFunctionName(), context.getAwsRequestId());
+  }
+
+  /** Either may be null: it is then left out of the lines. */
   public static Invocation of(String function, String requestId) {
     if (function != null) {
       MDC.put("function", function);
