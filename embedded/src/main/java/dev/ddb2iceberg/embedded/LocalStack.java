@@ -54,6 +54,29 @@ public final class LocalStack {
     return env;
   }
 
+  /**
+   * Spark SQL settings that read this stack's tables with Iceberg's Spark runtime, as {@code up}
+   * prints them and the README shows them: a Spark catalog named like the JDBC catalog (a JDBC
+   * catalog files its tables under its own name), on the same database, warehouse and S3 server.
+   */
+  public Map<String, String> sparkSettings() {
+    Map<String, String> env = environment("unused");
+    String c = "spark.sql.catalog." + CatalogSettings.DEFAULT_NAME;
+    Map<String, String> conf = new LinkedHashMap<>();
+    conf.put(c, "org.apache.iceberg.spark.SparkCatalog");
+    conf.put(c + ".type", "jdbc");
+    conf.put(c + ".uri", env.get("CATALOG_URI"));
+    conf.put(c + ".jdbc.schema-version", "V1");
+    conf.put(c + ".warehouse", env.get("CATALOG_WAREHOUSE"));
+    conf.put(c + ".io-impl", "org.apache.iceberg.aws.s3.S3FileIO");
+    conf.put(c + ".s3.endpoint", server.endpoint().toString());
+    conf.put(c + ".s3.path-style-access", "true");
+    conf.put(c + ".s3.access-key-id", EmbeddedS3Server.ACCESS_KEY);
+    conf.put(c + ".s3.secret-access-key", EmbeddedS3Server.SECRET_KEY);
+    conf.put(c + ".client.region", EmbeddedS3Server.REGION);
+    return conf;
+  }
+
   /** The account id the Glue stand-in answers for, as GLUE_CATALOG_ID. */
   public static final String GLUE_CATALOG_ID = "123456789012";
 

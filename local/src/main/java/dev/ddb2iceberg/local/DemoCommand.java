@@ -19,6 +19,7 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.table.TableItems;
 import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.workload.OrderWorkload;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.io.Closeable;
 import java.io.IOException;
@@ -99,13 +100,13 @@ final class DemoCommand implements Callable<Integer> {
       Object merger = LocalInvoker.newHandler(sam.function("Merger").handler(), with(sam.function("Merger").environment(), env));
       LocalContext context = new LocalContext("demo", 1024, 300);
 
-      DemoWorkload workload = new DemoWorkload(seed, items);
+      OrderWorkload workload = new OrderWorkload(seed, items);
       ExpectedTable expected = new ExpectedTable();
       int staged = 0;
       for (int minute = 1; minute <= minutes; minute++) {
         int count = changes / minutes + (minute <= changes % minutes ? 1 : 0);
         int batches = 0;
-        for (DemoWorkload.ShardChanges shard : workload.minute(count, changes)) {
+        for (OrderWorkload.ShardChanges shard : workload.minute(count, changes)) {
           List<Change> all = shard.changes();
           for (int i = 0; i < all.size(); i += batchSize) {
             List<Change> batch = all.subList(i, Math.min(all.size(), i + batchSize));

@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.local;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import java.io.PrintWriter;
@@ -9,6 +10,7 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -44,27 +46,24 @@ final class UpCommand implements Callable<Integer> {
           + "); is another one running? Use --port to pick another.");
     }
     server.ensureBucket(bucket);
-    Map<String, String> env = new LocalStack(server, bucket, workDir).environment(table);
+    LocalStack stack = new LocalStack(server, bucket, workDir);
+    Map<String, String> env = stack.environment(table);
     Path envFile = workDir.resolve("env-vars.json");
     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(envFile.toFile(), Map.of("Parameters", env));
     out.println("S3 endpoint     " + server.endpoint() + "  (path-style, region " + EmbeddedS3Server.REGION + ")");
     out.println("credentials     " + EmbeddedS3Server.ACCESS_KEY + " / " + EmbeddedS3Server.SECRET_KEY);
     out.println("bucket          " + bucket);
-    out.println("catalog         " + env.get("CATALOG_URI") + "  (Iceberg JdbcCatalog, jdbc.schema-version=V1)");
+    out.println("catalog         " + env.get("CATALOG_URI") + "  (Iceberg JdbcCatalog named " + CatalogSettings.DEFAULT_NAME
+        + ", jdbc.schema-version=V1)");
     out.println("warehouse       " + env.get("CATALOG_WAREHOUSE"));
     out.println("table           " + env.get("TABLE_NAMESPACE") + "." + table);
     out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n " + envFile);
     out.println();
-    out.println("Spark: --conf spark.sql.catalog.local=org.apache.iceberg.spark.SparkCatalog"
-        + " --conf spark.sql.catalog.local.type=jdbc --conf spark.sql.catalog.local.uri=" + env.get("CATALOG_URI")
-        + " --conf spark.sql.catalog.local.jdbc.schema-version=V1"
-        + " --conf spark.sql.catalog.local.warehouse=" + env.get("CATALOG_WAREHOUSE")
-        + " --conf spark.sql.catalog.local.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
-        + " --conf spark.sql.catalog.local.s3.endpoint=" + server.endpoint()
-        + " --conf spark.sql.catalog.local.s3.path-style-access=true"
-        + " --conf spark.sql.catalog.local.s3.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
-        + " --conf spark.sql.catalog.local.s3.secret-access-key=" + EmbeddedS3Server.SECRET_KEY
-        + " --conf spark.sql.catalog.local.client.region=" + EmbeddedS3Server.REGION);
+    // The README's spark-sql command shows the same settings, with the packages to add.
+    out.println("Spark settings (README \"Query the table with Spark\"); the table is "
+        + CatalogSettings.DEFAULT_NAME + "." + env.get("TABLE_NAMESPACE") + "." + table + ":");
+    out.println(stack.sparkSettings().entrySet().stream().map(e -> "  --conf " + e.getKey() + "=" + e.getValue())
+        .collect(Collectors.joining(" \\\n")));
     out.println();
     out.println("Running; press Ctrl-C to stop.");
     out.flush();

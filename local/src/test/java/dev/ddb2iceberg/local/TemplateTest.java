@@ -44,9 +44,12 @@ class TemplateTest {
   private static final SamTemplate TEMPLATE = SamTemplate.read(ProjectFiles.root().resolve("template.yaml"));
   private static final JsonNode ROOT = TEMPLATE.root();
 
-  /** Variables Lambda sets itself, and overrides used only for local runs and tests. */
+  /**
+   * Variables Lambda sets itself, overrides used only for local runs and tests, and the name of a
+   * JDBC catalog (the template deploys Glue's).
+   */
   private static final Set<String> NOT_FROM_THE_TEMPLATE = Set.of("AWS_REGION", "AWS_ACCESS_KEY_ID",
-      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ENDPOINT", "S3_PATH_STYLE", "CATALOG_URI");
+      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ENDPOINT", "S3_PATH_STYLE", "CATALOG_URI", "CATALOG_NAME");
 
   /** How each function reads its settings, as its handler's no-argument constructor does. */
   private static final Map<String, Consumer<Environment>> SETTINGS = Map.of(

@@ -18,8 +18,16 @@ import org.apache.iceberg.catalog.Catalog;
  *   <li>{@code rest}: any Iceberg REST catalog (S3 Tables, Polaris, ...), CATALOG_URI required.
  *   <li>{@code jdbc}: PostgreSQL, or SQLite for local runs, CATALOG_URI required.
  * </ul>
+ *
+ * <p>{@code CATALOG_NAME} (default {@code ddb2iceberg}) is the catalog's name. A JDBC catalog files
+ * every table under its name, so it must equal the name another engine gives the same database
+ * (Spark's {@code spark.sql.catalog.<name>}); for REST catalogs it only labels log lines.
+ *
+ * @param name the catalog's name
+ * @param properties Iceberg catalog properties
  */
-public record CatalogSettings(Map<String, String> properties) {
+public record CatalogSettings(String name, Map<String, String> properties) {
+  public static final String DEFAULT_NAME = "ddb2iceberg";
 
   public static CatalogSettings from(Environment env, StagingSettings staging, S3Settings s3) {
     Map<String, String> props = new LinkedHashMap<>();
@@ -76,10 +84,10 @@ public record CatalogSettings(Map<String, String> properties) {
         props.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
       }
     }
-    return new CatalogSettings(Map.copyOf(props));
+    return new CatalogSettings(env.optional("CATALOG_NAME", DEFAULT_NAME), Map.copyOf(props));
   }
 
   public Catalog load() {
-    return CatalogUtil.buildIcebergCatalog("ddb2iceberg", properties, null);
+    return CatalogUtil.buildIcebergCatalog(name, properties, null);
   }
 }

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.local;
+package dev.ddb2iceberg.workload;
 
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
@@ -12,15 +12,15 @@ import java.util.Map;
 import java.util.Random;
 
 /**
- * A realistic stream for the demo: orders (partition key {@code customer_id}, sort key
+ * A realistic stream, used by the demo and the Spark interop tests: orders (partition key {@code customer_id}, sort key
  * {@code order_id}) that are placed, updated many times (a few hot ones very often), cancelled,
  * or expired by TTL; with nested addresses, line-item lists, tag sets, exact prices and a
  * 38-digit number. Changes are spread over two shards by key, and shard 1 rolls over to a child
  * shard halfway through, as DynamoDB Streams does; sequence numbers increase throughout.
  */
-final class DemoWorkload {
+public final class OrderWorkload {
   /** One shard's share of the stream for one simulated minute. */
-  record ShardChanges(String shard, List<Change> changes) {}
+  public record ShardChanges(String shard, List<Change> changes) {}
 
   private static final String[] STATUSES = {"PLACED", "PAID", "PACKED", "SHIPPED", "DELIVERED"};
 
@@ -31,13 +31,13 @@ final class DemoWorkload {
   private long clock = 1_764_460_800_000L;
   private int produced;
 
-  DemoWorkload(long seed, int items) {
+  public OrderWorkload(long seed, int items) {
     this.random = new Random(seed);
     this.items = items;
   }
 
   /** The next minute of changes, split by shard in delivery order (a parent before its child). */
-  List<ShardChanges> minute(int count, int total) {
+  public List<ShardChanges> minute(int count, int total) {
     List<Change> shard0 = new ArrayList<>();
     List<Change> shard1 = new ArrayList<>();
     List<Change> shard1Child = new ArrayList<>();
