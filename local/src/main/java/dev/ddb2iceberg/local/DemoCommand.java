@@ -120,9 +120,10 @@ final class DemoCommand implements Callable<Integer> {
         }
         staged += count;
         JsonNode merged = JSON.readTree(LocalInvoker.invoke(merger, "{}".getBytes(), context));
-        out.printf("minute %2d/%d  staged %,6d records in %3d batches  merged %,6d changes (%,d upserts, %,d deletes)"
-            + " in %,5d ms%n", minute, minutes, count, batches, merged.path("changesRead").asLong(),
-            merged.path("upserts").asLong(), merged.path("deletes").asLong(), merged.path("millis").asLong());
+        out.printf("minute %2d/%d  staged %,6d records in %3d batches  merged %,6d changes: %,d items written"
+            + " (%,d replaced a row), %,d items removed, in %,d ms%n", minute, minutes, count, batches,
+            merged.path("changesRead").asLong(), merged.path("itemsWritten").asLong(),
+            merged.path("rowsReplaced").asLong(), merged.path("itemsRemoved").asLong(), merged.path("millis").asLong());
         out.flush();
       }
       Object maintenance = LocalInvoker.newHandler(sam.function("Maintenance").handler(),

@@ -9,7 +9,7 @@ package dev.ddb2iceberg.merge;
  * @param itemsInExport items the manifest lists
  * @param itemsLoaded items read into the table so far, over all runs
  * @param itemsThisRun items this run read
- * @param upserts rows this run wrote
+ * @param itemsWritten rows this run wrote: items inserted, or updated over an older row
  * @param skipped items this run skipped because the table holds a newer change of the item (from
  *     the stream) or removed it since
  * @param files data files in the export
@@ -19,5 +19,5 @@ package dev.ddb2iceberg.merge;
  * @param note what to do next, in words
  */
 public record ExportLoadResult(String exportId, String type, String exportTime, long itemsInExport, long itemsLoaded,
-    long itemsThisRun, long upserts, long skipped, int files, int filesDone, int snapshots, boolean done,
+    long itemsThisRun, long itemsWritten, long skipped, int files, int filesDone, int snapshots, boolean done,
     String note, long millis) {}

@@ -100,7 +100,7 @@ public final class ExportLoader {
     ExportLines decoder = new ExportLines(manifest.type(), keys, manifest.time().toEpochMilli());
     ExportFileReader reader = new ExportFileReader(exportS3, request.location().bucket());
     long items = 0;
-    long upserts = 0;
+    long itemsWritten = 0;
     long skipped = 0;
     int snapshots = 0;
     long slowestChunkMillis = 0;
@@ -122,7 +122,7 @@ public final class ExportLoader {
         Merger.Applied applied = commit(table, exportId, load, chunk, waiting, pool);
         load = chunk.next;
         items += chunk.changes.size();
-        upserts += applied.upserts();
+        itemsWritten += applied.itemsWritten();
         skipped += applied.stale();
         snapshots++;
         slowestChunkMillis = Math.max(slowestChunkMillis, (System.nanoTime() - chunkStart) / 1_000_000);
@@ -139,7 +139,7 @@ public final class ExportLoader {
         ? "Export " + exportId + " is loaded. The merger goes on with the staged stream; nothing else to do."
         : "Stopped before the deadline with " + (manifest.itemCount() - load.items()) + " items to go: invoke again"
             + " with the same input to resume.";
-    return result(manifest, load, items, upserts, skipped, snapshots, start, note);
+    return result(manifest, load, items, itemsWritten, skipped, snapshots, start, note);
   }
 
   private List<String> keyNames(Table table, Request request) {
@@ -256,10 +256,10 @@ public final class ExportLoader {
     }
   }
 
-  private static ExportLoadResult result(ExportManifest m, ExportProgress.Load load, long items, long upserts,
+  private static ExportLoadResult result(ExportManifest m, ExportProgress.Load load, long items, long itemsWritten,
       long skipped, int snapshots, long start, String note) {
     return new ExportLoadResult(m.exportId(), m.type().name(), m.time().toString(), m.itemCount(), load.items(), items,
-        upserts, skipped, m.files().size(), load.file(), snapshots, load.done(), note,
+        itemsWritten, skipped, m.files().size(), load.file(), snapshots, load.done(), note,
         (System.nanoTime() - start) / 1_000_000);
   }
 }

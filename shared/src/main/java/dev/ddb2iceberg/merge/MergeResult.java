@@ -5,8 +5,10 @@ package dev.ddb2iceberg.merge;
  *
  * @param changesRead changes in the staged objects taken this run
  * @param changesApplied changes that changed the table (after keeping each key's latest)
- * @param upserts rows written (inserts and replacements)
- * @param deletes rows removed (replaced and deleted items)
+ * @param itemsWritten rows written: items inserted or updated (one new row per item)
+ * @param rowsReplaced old rows of updated items, removed because this run wrote a newer version of the item
+ * @param itemsRemoved items deleted by a REMOVE (a user's or TTL's) whose row the table held; a REMOVE of an
+ *     item the table does not hold changes nothing and is not counted
  * @param staleSkipped changes not applied because the table already held a newer one
  * @param objectsApplied staged objects applied by this run's commit
  * @param objectsAlreadyApplied staged objects found already applied (by an earlier run) and deleted
@@ -23,8 +25,9 @@ package dev.ddb2iceberg.merge;
 public record MergeResult(
     long changesRead,
     long changesApplied,
-    long upserts,
-    long deletes,
+    long itemsWritten,
+    long rowsReplaced,
+    long itemsRemoved,
     long staleSkipped,
     int objectsApplied,
     int objectsAlreadyApplied,

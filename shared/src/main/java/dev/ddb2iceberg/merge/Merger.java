@@ -243,9 +243,9 @@ public final class Merger {
   }
 
   /** The outcome of a successful commit attempt. */
-  private record Attempt(Long snapshotId, List<Change> applied, long stale, long upserts, long deletes,
-      int quarantined, int appliedByOthers, int filesRead, int filesInTable) {
-    static final Attempt NONE = new Attempt(null, List.of(), 0, 0, 0, 0, 0, 0, 0);
+  private record Attempt(Long snapshotId, List<Change> applied, long stale, long itemsWritten, long rowsReplaced,
+      long itemsRemoved, int quarantined, int appliedByOthers, int filesRead, int filesInTable) {
+    static final Attempt NONE = new Attempt(null, List.of(), 0, 0, 0, 0, 0, 0, 0, 0);
   }
 
   /**
@@ -286,7 +286,7 @@ public final class Merger {
       }
     }
     if (tokens.isEmpty()) {
-      return new Attempt(null, List.of(), 0, 0, 0, 0, appliedByOthers, 0, 0); // nothing left to apply
+      return new Attempt(null, List.of(), 0, 0, 0, 0, 0, appliedByOthers, 0, 0); // nothing left to apply
     }
     Set<String> checkpointOut = new LinkedHashSet<>(tokens);
     checkpointOut.addAll(stillStaged);
@@ -295,13 +295,13 @@ public final class Merger {
     properties.put(Checkpoint.STREAM_SINCE,
         Long.toString(Checkpoint.streamSince(properties.get(Checkpoint.STREAM_SINCE), changes)));
     Applied a = apply(table, changes, properties, runId, removalsCutoff, pool);
-    return new Attempt(a.snapshotId(), a.applied(), a.stale(), a.upserts(), a.deletes(), a.quarantined(),
-        appliedByOthers, a.filesRead(), a.filesInTable());
+    return new Attempt(a.snapshotId(), a.applied(), a.stale(), a.itemsWritten(), a.rowsReplaced(), a.itemsRemoved(),
+        a.quarantined(), appliedByOthers, a.filesRead(), a.filesInTable());
   }
 
-  /** What one commit of changes did. */
-  record Applied(Long snapshotId, List<Change> applied, long stale, long upserts, long deletes, int quarantined,
-      int filesRead, int filesInTable) {}
+  /** What one commit of changes did; the counts are those of {@link MergeResult}. */
+  record Applied(Long snapshotId, List<Change> applied, long stale, long itemsWritten, long rowsReplaced,
+      long itemsRemoved, int quarantined, int filesRead, int filesInTable) {}
 
   /**
    * The core of a merge, shared by staged changes and export loads: reduce the changes to each
@@ -340,6 +340,10 @@ public final class Merger {
     List<Change> applied = new ArrayList<>();
     List<Change> removalsSeen = new ArrayList<>(); // every change the removals file must know of
     long stale = 0;
+    // Every live row of a changed key is deleted; it counts as replaced when the key gets a new
+    // row, else its item counts as removed (once, however many rows it had).
+    long rowsReplaced = 0;
+    long itemsRemoved = 0;
     for (Map.Entry<List<Object>, Change> e : latest.entrySet()) {
       Change c = e.getValue();
       List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
@@ -353,8 +357,11 @@ public final class Merger {
       removalsSeen.add(c);
       if (c.operation().isUpsert()) {
         rows.add(layout.toRow(c));
+        rowsReplaced += live.size();
       } else if (live.isEmpty()) {
         continue; // removing an item the table does not have: only the removals file notes it
+      } else {
+        itemsRemoved++;
       }
       applied.add(c);
     }
@@ -405,12 +412,13 @@ public final class Merger {
       throw lost;
     }
     long tDone = System.nanoTime();
-    LOG.info("Committed snapshot {}: {} changes, {} upserts, {} deletes, {} stale changes skipped, read {} of {}"
-        + " data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}", snapshotId, changes.size(),
-        rows.size(), toDelete.size(), stale, found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000,
-        (tDeletes - tWrite) / 1_000_000, (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
-    return new Applied(snapshotId, applied, stale, rows.size(), toDelete.size(), quarantined, found.filesRead(),
-        found.filesInTable());
+    LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
+        + " changes skipped, read {} of {} data files; ms finding rows {}, writing rows {}, writing deletes {},"
+        + " committing {}", snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved, stale,
+        found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000,
+        (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
+    return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
+        found.filesRead(), found.filesInTable());
   }
 
   /** Adds typed columns for attributes never seen before (a separate, harmless commit). */
@@ -485,7 +493,7 @@ public final class Merger {
     long oldestChange = applied.stream().mapToLong(Change::approximateCreationMillis).min().orElse(now.toEpochMilli());
     MergeResult r = new MergeResult(
         slice.changeCount(), applied.size(),
-        outcome.upserts(), outcome.deletes(), outcome.stale(),
+        outcome.itemsWritten(), outcome.rowsReplaced(), outcome.itemsRemoved(), outcome.stale(),
         slice.objects.size() - outcome.appliedByOthers(), alreadyApplied,
         slice.quarantinedObjects + outcome.quarantined(), outcome.snapshotId(), attempts,
         outcome.filesRead(), outcome.filesInTable(),
@@ -501,8 +509,9 @@ public final class Merger {
         .addKeyValue("objectsAlreadyApplied", r.objectsAlreadyApplied())
         .addKeyValue("changesRead", r.changesRead())
         .addKeyValue("changesApplied", r.changesApplied())
-        .addKeyValue("upserts", r.upserts())
-        .addKeyValue("deletes", r.deletes())
+        .addKeyValue("itemsWritten", r.itemsWritten())
+        .addKeyValue("rowsReplaced", r.rowsReplaced())
+        .addKeyValue("itemsRemoved", r.itemsRemoved())
         .addKeyValue("staleSkipped", r.staleSkipped())
         .addKeyValue("quarantined", r.quarantined())
         .addKeyValue("commitAttempts", r.commitAttempts())

@@ -99,8 +99,11 @@ class MergerHandlerTest {
     JsonNode line = MetricLines.single(lines, "ddb2iceberg.orders");
     List<String> declared = MetricLines.declared(line);
     assertTrue(declared.contains("FreshnessLagSeconds"), "the lag alarm's metric: " + declared);
+    assertTrue(declared.containsAll(List.of("ItemsWritten", "RowsReplaced", "ItemsRemoved")), "merge counts: " + declared);
     assertEquals(result.get("changesApplied").asLong(), line.path("ChangesMerged").asLong(), line.toString());
-    assertEquals(result.get("upserts").asLong(), line.path("Upserts").asLong(), line.toString());
+    assertEquals(result.get("itemsWritten").asLong(), line.path("ItemsWritten").asLong(), line.toString());
+    assertEquals(result.get("rowsReplaced").asLong(), line.path("RowsReplaced").asLong(), line.toString());
+    assertEquals(result.get("itemsRemoved").asLong(), line.path("ItemsRemoved").asLong(), line.toString());
     assertEquals(2, line.path("BacklogObjects").asInt(), "two batches left for the next run");
     assertTrue(line.path("FreshnessLagSeconds").asLong() >= 0);
   }

@@ -163,12 +163,12 @@ class MergerTest {
         w.upsert(1, Operation.INSERT), w.upsert(1, Operation.MODIFY)));
     MergeResult r = merger().run();
     assertEquals(5, r.changesRead());
-    assertEquals(1, r.upserts(), "one row written for the key");
+    assertEquals("1 written, 0 replaced, 0 removed", counts(r), "one row written for the key");
     assertTableEqualsModel();
     // and across runs: a remove in the next run deletes it
     stage(List.of(w.remove(1, true)));
     r = merger().run();
-    assertEquals(1, r.deletes());
+    assertEquals("0 written, 0 replaced, 1 removed", counts(r));
     assertTableEqualsModel();
     assertEquals(0, TableItems.read(table()).size());
   }
@@ -187,7 +187,7 @@ class MergerTest {
     stage(changes.subList(50, 70));
     r = merger().run();
     assertEquals(0, r.changesApplied(), "nothing newer than the table");
-    assertEquals(0, r.upserts());
+    assertEquals("0 written, 0 replaced, 0 removed", counts(r));
     assertTableEqualsModel();
     assertNotEquals(before, r.snapshotId(), "the checkpoint still records the applied object");
   }
@@ -199,9 +199,35 @@ class MergerTest {
     merger().run();
     stage(List.of(w.remove(7, false), w.remove(8, true)));
     MergeResult r = merger().run();
-    assertEquals(0, r.deletes());
+    assertEquals("0 written, 0 replaced, 0 removed", counts(r));
     assertEquals(0, r.changesApplied());
     assertTableEqualsModel();
+  }
+
+  @Test
+  void eachCountNamesWhatHappenedToItemsAndRows() {
+    KeyedWorkload w = new KeyedWorkload(8, 20);
+    stage(List.of(w.upsert(1, Operation.INSERT), w.upsert(2, Operation.INSERT), w.upsert(3, Operation.INSERT),
+        w.upsert(4, Operation.INSERT)));
+    assertEquals("4 written, 0 replaced, 0 removed", counts(merger().run()), "four new items");
+
+    stage(List.of(
+        w.upsert(5, Operation.INSERT), w.upsert(6, Operation.INSERT), w.upsert(6, Operation.MODIFY), // new items
+        w.upsert(1, Operation.MODIFY), w.upsert(2, Operation.MODIFY), w.upsert(2, Operation.MODIFY), // updated items
+        w.remove(3, false), w.remove(4, true), // removed by a user and by TTL
+        w.remove(9, false), // an item the table never held
+        w.upsert(7, Operation.INSERT), w.remove(7, false))); // inserted and removed within the run
+    MergeResult r = merger().run();
+    assertEquals("4 written, 2 replaced, 2 removed", counts(r),
+        "items 5, 6, 1, 2 written (1 and 2 over their old rows); items 3 and 4 removed; 9 and 7 never in the table");
+    assertEquals(11, r.changesRead());
+    assertEquals(6, r.changesApplied(), "one change per item that changed the table");
+    assertEquals(0, r.staleSkipped());
+    assertTableEqualsModel();
+  }
+
+  private static String counts(MergeResult r) {
+    return r.itemsWritten() + " written, " + r.rowsReplaced() + " replaced, " + r.itemsRemoved() + " removed";
   }
 
   @Test
