@@ -60,7 +60,8 @@ public final class ExportLoader {
   private final StagingStore store;
   private final MergeOptions options;
   private final S3Client exportS3;
-  private final Merger merger;
+  private final ChangeApplier applier;
+  private Consumer<Table> beforeCommit = table -> {};
 
   public ExportLoader(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options,
       S3Client exportS3) {
@@ -70,12 +71,12 @@ public final class ExportLoader {
     this.store = store;
     this.options = options;
     this.exportS3 = exportS3;
-    this.merger = new Merger(catalog, tableSettings, store, options);
+    this.applier = new ChangeApplier(tableSettings, store, table -> beforeCommit.accept(table));
   }
 
   /** Testing hook: runs just before each chunk's commit attempt (fault tests crash or race there). */
   public ExportLoader beforeCommit(Consumer<Table> hook) {
-    merger.beforeCommit(hook);
+    this.beforeCommit = hook;
     return this;
   }
 
@@ -119,7 +120,7 @@ public final class ExportLoader {
           }
           table = TableCreator.loadOrCreate(catalog, id, tableSettings, chunk.changes);
         }
-        Merger.Applied applied = commit(table, exportId, load, chunk, waiting, pool);
+        ChangeApplier.Applied applied = commit(table, exportId, load, chunk, waiting, pool);
         load = chunk.next;
         items += chunk.changes.size();
         itemsWritten += applied.itemsWritten();
@@ -226,7 +227,7 @@ public final class ExportLoader {
   }
 
   /** Commits one chunk with the new cursor; re-plans on a lost race, refuses if another run moved the cursor. */
-  private Merger.Applied commit(Table table, String exportId, ExportProgress.Load from, Chunk chunk,
+  private ChangeApplier.Applied commit(Table table, String exportId, ExportProgress.Load from, Chunk chunk,
       List<StagedObject> waiting, ExecutorService pool) {
     String runId = "load-" + exportId + "-" + UUID.randomUUID();
     for (int attempt = 1; ; attempt++) {
@@ -244,7 +245,7 @@ public final class ExportLoader {
       Map<String, String> properties = Checkpoint.carried(table);
       properties.put(ExportProgress.PROPERTY, ExportProgress.encode(loads));
       try {
-        return merger.apply(table, chunk.changes, properties, runId + "-" + attempt,
+        return applier.apply(table, chunk.changes, properties, runId + "-" + attempt,
             Merger.removalsCutoff(waiting, table), pool);
       } catch (ValidationException | CommitFailedException lost) {
         if (attempt >= options.maxCommitAttempts()) {

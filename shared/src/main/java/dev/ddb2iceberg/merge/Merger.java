@@ -1,20 +1,13 @@
 package dev.ddb2iceberg.merge;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.model.DdbJson;
-import dev.ddb2iceberg.model.SequenceNumbers;
-import dev.ddb2iceberg.staging.CorruptStagedObjectException;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableCreator;
-import dev.ddb2iceberg.table.TableLayout;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -22,26 +15,15 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
-import org.apache.iceberg.DataFile;
-import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.RowDelta;
-import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.UpdateSchema;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.CommitFailedException;
-import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.ValidationException;
-import org.apache.iceberg.expressions.Expressions;
-import org.apache.iceberg.io.DeleteWriteResult;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,20 +33,18 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>List the staged objects (oldest first). Those the table's checkpoint already names were
  *       applied by an earlier run that could not delete them: delete them, never apply them again.
- *   <li>Take a bounded slice of the rest, oldest first, and reduce it to each key's change with
- *       the highest sequence number.
- *   <li>Find each changed key's live row (pruned by partition and key bounds), skip changes not
- *       newer than the row, and write new rows plus position deletes (or deletion vectors).
- *   <li>Commit it all in one RowDelta whose snapshot summary names the applied objects (the
- *       checkpoint). A lost race (a compaction rewrote a file, another merger committed) is
- *       re-planned from the new table state, within a bound; an unknown commit outcome is settled
- *       by looking for this run's id in the table history first.
+ *   <li>Take a bounded slice of the rest, oldest first ({@link StagedSlice}).
+ *   <li>Apply it in one commit ({@link ChangeApplier}): each key's newest change, its live row
+ *       found by a {@link LiveRowLookup}, new rows plus position deletes (or deletion vectors), and
+ *       the applied objects named in the snapshot summary (the checkpoint).
+ *   <li>A lost race (a compaction rewrote a file, another merger committed) is re-planned from the
+ *       new table state, within a bound; an unknown commit outcome is settled by looking for this
+ *       run's id in the table history first (in the apply step).
  *   <li>Delete the applied objects. Any that survive stay named in the checkpoint until they go.
  * </ol>
  */
 public final class Merger {
   private static final Logger LOG = LoggerFactory.getLogger(Merger.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
   /**
    * How long a removal is remembered: longer than DynamoDB Streams keeps a record (24 h), so no
    * redelivered older change of a removed item can arrive after it is forgotten.
@@ -78,6 +58,7 @@ public final class Merger {
   private final TableSettings tableSettings;
   private final StagingStore store;
   private final MergeOptions options;
+  private final ChangeApplier applier;
   private Consumer<Table> beforeCommit = table -> {};
 
   public Merger(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options) {
@@ -86,6 +67,7 @@ public final class Merger {
     this.tableSettings = tableSettings;
     this.store = store;
     this.options = options;
+    this.applier = new ChangeApplier(tableSettings, store, table -> beforeCommit.accept(table));
   }
 
   /**
@@ -127,7 +109,7 @@ public final class Merger {
 
     // 2. A bounded slice, oldest first.
     long tSlice = System.nanoTime();
-    Slice slice = takeSlice(pending, pool);
+    StagedSlice slice = StagedSlice.take(pending, store, options, pool);
     LOG.info("Listed {} staged objects, read {} ({} changes) in {} ms", listed.size(), slice.objects.size(),
         slice.changeCount(), (System.nanoTime() - tSlice) / 1_000_000);
     if (slice.objects.isEmpty()) {
@@ -182,66 +164,6 @@ public final class Merger {
     return still;
   }
 
-  /** The staged objects one run takes, with their decoded changes. */
-  private static final class Slice {
-    final List<StagedObject> objects = new ArrayList<>();
-    final List<List<Change>> changes = new ArrayList<>();
-    int quarantinedObjects;
-
-    List<Change> allChanges() {
-      List<Change> all = new ArrayList<>();
-      changes.forEach(all::addAll);
-      return all;
-    }
-
-    long changeCount() {
-      return changes.stream().mapToLong(List::size).sum();
-    }
-  }
-
-  private Slice takeSlice(List<StagedObject> pending, ExecutorService pool) {
-    List<StagedObject> candidates = new ArrayList<>();
-    long bytes = 0;
-    for (StagedObject o : pending) {
-      if (!candidates.isEmpty() && bytes + o.size() > options.maxStagedBytes()) {
-        break;
-      }
-      candidates.add(o);
-      bytes += o.size();
-    }
-    List<Future<List<Change>>> reads = new ArrayList<>();
-    for (StagedObject o : candidates) {
-      reads.add(pool.submit(() -> store.read(o.name())));
-    }
-    Slice slice = new Slice();
-    long count = 0;
-    for (int i = 0; i < candidates.size(); i++) {
-      StagedObject o = candidates.get(i);
-      List<Change> changes;
-      try {
-        changes = reads.get(i).get();
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof CorruptStagedObjectException corrupt) {
-          LOG.error("Staged object {} cannot be read and is moved to the quarantine: {}", o.name().key(), corrupt.getMessage());
-          store.quarantineStaged(o.name(), corrupt.getMessage());
-          slice.quarantinedObjects++;
-          continue;
-        }
-        throw new IllegalStateException("could not read staged object " + o.name().key() + ": " + e.getCause(), e.getCause());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted", e);
-      }
-      if (!slice.objects.isEmpty() && count + changes.size() > options.maxChanges()) {
-        break;
-      }
-      slice.objects.add(o);
-      slice.changes.add(changes);
-      count += changes.size();
-    }
-    return slice;
-  }
-
   /** The outcome of a successful commit attempt. */
   private record Attempt(Long snapshotId, List<Change> applied, long stale, long itemsWritten, long rowsReplaced,
       long itemsRemoved, int quarantined, int appliedByOthers, int filesRead, int filesInTable) {
@@ -269,7 +191,7 @@ public final class Merger {
     return cutoff;
   }
 
-  private Attempt attempt(Table table, Slice slice, Set<String> stillStaged, String runId, long removalsCutoff,
+  private Attempt attempt(Table table, StagedSlice slice, Set<String> stillStaged, String runId, long removalsCutoff,
       ExecutorService pool) {
     // Another merger may have applied some of the slice since it was listed.
     Set<String> checkpoint = Checkpoint.read(table);
@@ -294,181 +216,9 @@ public final class Merger {
     properties.put(Checkpoint.APPLIED, Checkpoint.encode(checkpointOut));
     properties.put(Checkpoint.STREAM_SINCE,
         Long.toString(Checkpoint.streamSince(properties.get(Checkpoint.STREAM_SINCE), changes)));
-    Applied a = apply(table, changes, properties, runId, removalsCutoff, pool);
+    ChangeApplier.Applied a = applier.apply(table, changes, properties, runId, removalsCutoff, pool);
     return new Attempt(a.snapshotId(), a.applied(), a.stale(), a.itemsWritten(), a.rowsReplaced(), a.itemsRemoved(),
         a.quarantined(), appliedByOthers, a.filesRead(), a.filesInTable());
-  }
-
-  /** What one commit of changes did; the counts are those of {@link MergeResult}. */
-  record Applied(Long snapshotId, List<Change> applied, long stale, long itemsWritten, long rowsReplaced,
-      long itemsRemoved, int quarantined, int filesRead, int filesInTable) {}
-
-  /**
-   * The core of a merge, shared by staged changes and export loads: reduce the changes to each
-   * key's newest, skip those the table already holds (or removed since), write rows and deletes,
-   * and commit them in one RowDelta with {@code properties} (the caller's record of what it applied,
-   * carried with the other checkpoint properties) in its summary. Throws ValidationException or
-   * CommitFailedException when a race is lost; the caller re-plans.
-   */
-  Applied apply(Table table, List<Change> changes, Map<String, String> properties, String runId, long removalsCutoff,
-      ExecutorService pool) {
-    table = evolveSchema(table, changes);
-    TableLayout layout = TableLayout.of(table);
-
-    // Each key's change with the highest sequence number (compared as numbers).
-    Map<List<Object>, Change> latest = new HashMap<>();
-    int quarantined = 0;
-    for (Change c : changes) {
-      List<Object> key = layout.keyOf(c);
-      if (key == null) {
-        quarantineChange(c, layout.whyKeyDoesNotFit(c));
-        quarantined++;
-        continue;
-      }
-      latest.merge(key, c, (a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b);
-    }
-
-    long tFind = System.nanoTime();
-    Snapshot base = table.currentSnapshot();
-    Tombstones removals = Tombstones.read(table, layout);
-    LiveRowFinder.Found found = base == null
-        ? new LiveRowFinder.Found(Map.of(), 0, 0)
-        : new LiveRowFinder(table, layout, pool).find(base.snapshotId(), latest.keySet());
-
-    List<Record> rows = new ArrayList<>();
-    List<LiveRow> toDelete = new ArrayList<>();
-    List<Change> applied = new ArrayList<>();
-    List<Change> removalsSeen = new ArrayList<>(); // every change the removals file must know of
-    long stale = 0;
-    // Every live row of a changed key is deleted; it counts as replaced when the key gets a new
-    // row, else its item counts as removed (once, however many rows it had).
-    long rowsReplaced = 0;
-    long itemsRemoved = 0;
-    for (Map.Entry<List<Object>, Change> e : latest.entrySet()) {
-      Change c = e.getValue();
-      List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
-      String padded = SequenceNumbers.pad(c.sequenceNumber());
-      if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)
-          || (live.isEmpty() && removals.removedAfter(e.getKey(), c.sequenceNumber()))) {
-        stale++; // the table already holds this change or a newer one, or removed the item since
-        continue;
-      }
-      toDelete.addAll(live);
-      removalsSeen.add(c);
-      if (c.operation().isUpsert()) {
-        rows.add(layout.toRow(c));
-        rowsReplaced += live.size();
-      } else if (live.isEmpty()) {
-        continue; // removing an item the table does not have: only the removals file notes it
-      } else {
-        itemsRemoved++;
-      }
-      applied.add(c);
-    }
-    String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
-
-    long tWrite = System.nanoTime();
-    MergeWriter writer = new MergeWriter(table, runId);
-    List<DataFile> dataFiles = writer.writeRows(rows, layout.keyOrder(), pool);
-    long tDeletes = System.nanoTime();
-    DeleteWriteResult deletes = writer.writeDeletes(toDelete);
-    long tCommit = System.nanoTime();
-
-    RowDelta delta = table.newRowDelta()
-        .set(Checkpoint.RUN_ID, runId)
-        .conflictDetectionFilter(Expressions.alwaysTrue())
-        .validateNoConflictingDataFiles()
-        .validateNoConflictingDeleteFiles()
-        .validateDeletedFiles();
-    if (base != null) {
-      delta.validateFromSnapshot(base.snapshotId());
-      delta.validateDataFilesExist(toDelete.stream().map(r -> (CharSequence) r.task().file().location()).toList());
-    }
-    if (removalsFile == null) {
-      properties.remove(Tombstones.PROPERTY); // nothing removed is remembered any more
-    } else {
-      properties.put(Tombstones.PROPERTY, removalsFile);
-    }
-    properties.forEach(delta::set);
-    dataFiles.forEach(delta::addRows);
-    deletes.deleteFiles().forEach(delta::addDeletes);
-    deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
-    beforeCommit.accept(table);
-    Long snapshotId;
-    try {
-      delta.commit();
-      snapshotId = table.currentSnapshot().snapshotId(); // a successful commit leaves the table at its snapshot
-    } catch (CommitStateUnknownException unknown) {
-      table.refresh();
-      Snapshot ours = Checkpoint.snapshotOf(table, runId);
-      if (ours == null) {
-        LOG.warn("Commit outcome unknown and run {} is not in the table history: re-planning", runId);
-        throw new CommitFailedException(unknown, "commit state unknown and not committed");
-      }
-      LOG.warn("Commit outcome was unknown, but run {} is in the table history: it committed", runId);
-      snapshotId = ours.snapshotId();
-    } catch (ValidationException | CommitFailedException lost) {
-      cleanUp(table, dataFiles, deletes.deleteFiles());
-      throw lost;
-    }
-    long tDone = System.nanoTime();
-    LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
-        + " changes skipped, read {} of {} data files; ms finding rows {}, writing rows {}, writing deletes {},"
-        + " committing {}", snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved, stale,
-        found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000,
-        (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
-    return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
-        found.filesRead(), found.filesInTable());
-  }
-
-  /** Adds typed columns for attributes never seen before (a separate, harmless commit). */
-  private Table evolveSchema(Table table, List<Change> changes) {
-    List<Map<String, dev.ddb2iceberg.model.DdbValue>> images = new ArrayList<>();
-    for (Change c : changes) {
-      if (c.newImage() != null) {
-        images.add(c.newImage());
-      }
-    }
-    int[] placeholderIds = {table.schema().highestFieldId()};
-    TableLayout.SchemaChanges needed =
-        TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
-    if (needed.isEmpty()) {
-      return table;
-    }
-    UpdateSchema update = table.updateSchema();
-    needed.applyTo(update);
-    update.commit();
-    table.refresh();
-    LOG.info("Schema: {}", needed);
-    return table;
-  }
-
-  private void quarantineChange(Change c, String reason) {
-    ObjectNode doc = JSON.createObjectNode();
-    doc.put("reason", reason);
-    doc.put("sequenceNumber", c.sequenceNumber());
-    doc.put("operation", c.operation().name());
-    doc.put("keys", DdbJson.writeItem(c.keys()));
-    if (c.newImage() != null) {
-      doc.put("newImage", DdbJson.writeItem(c.newImage()));
-    }
-    try {
-      store.putQuarantined("merger/" + SequenceNumbers.pad(c.sequenceNumber()) + ".json",
-          JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(doc));
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-      throw new IllegalStateException(e);
-    }
-    LOG.error("Change {} cannot be merged and is kept in the quarantine: {}", c.sequenceNumber(), reason);
-  }
-
-  /** Best effort: files of a commit that lost are unreferenced; orphan cleanup catches any left. */
-  private static void cleanUp(Table table, List<DataFile> data, List<DeleteFile> deletes) {
-    try {
-      data.forEach(f -> table.io().deleteFile(f.location()));
-      deletes.forEach(f -> table.io().deleteFile(f.location()));
-    } catch (RuntimeException e) {
-      LOG.warn("Could not delete the files of a failed commit attempt: {}", e.toString());
-    }
   }
 
   private static void backoff(int attempt) {
@@ -482,7 +232,7 @@ public final class Merger {
   }
 
   /** The run's summary. */
-  private MergeResult result(long start, Slice slice, Attempt outcome, int attempts, int alreadyApplied,
+  private MergeResult result(long start, StagedSlice slice, Attempt outcome, int attempts, int alreadyApplied,
       List<StagedObject> pending) {
     List<StagedObject> left = pending.subList(Math.min(pending.size(), slice.objects.size() + slice.quarantinedObjects),
         pending.size());

@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.merger;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.ParameterizedTest;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -122,6 +125,80 @@ class MergerTest {
   private List<String> stagedKeys() {
     return s3.listObjectsV2(b -> b.bucket(settings.staging().bucket()).prefix("staging/")).contents().stream()
         .map(S3Object::key).toList();
+  }
+
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void aDataFileWhoseRowsAreAllReplacedOrRemovedIsDroppedInsteadOfGivenDeletes(int formatVersion) {
+    env.put("PARTITION_SPEC", "none");
+    env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
+    configure();
+    KeyedWorkload w = new KeyedWorkload(2, 40);
+    List<Change> first = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      first.add(w.upsert(i, Operation.INSERT));
+    }
+    stage(first);
+    merger().run();
+    String firstFile = dataFiles().get(0);
+    // Two of its rows change: the file stays, with deletes for them.
+    stage(List.of(w.upsert(0, Operation.MODIFY), w.remove(1, false)));
+    merger().run();
+    assertTrue(dataFiles().contains(firstFile), "a file with live rows left is kept");
+    assertEquals(1, deleteFiles().size(), "the two rows are deleted by one delete file: " + deleteFiles());
+    // The other four change: nothing of the file is live any more, so it goes, with its deletes.
+    stage(List.of(w.upsert(2, Operation.MODIFY), w.upsert(3, Operation.MODIFY), w.remove(4, false),
+        w.remove(5, true)));
+    MergeResult r = merger().run();
+    assertEquals(2, r.rowsReplaced());
+    assertEquals(2, r.itemsRemoved());
+    assertFalse(dataFiles().contains(firstFile), "the emptied file is dropped: " + dataFiles());
+    assertEquals(List.of(), deleteFiles().stream().filter(d -> d.contains(firstFile)).toList());
+    Map<String, String> summary = table().currentSnapshot().summary();
+    assertEquals("1", summary.get("deleted-data-files"), "the drop is in the commit's summary: " + summary);
+    assertTableEqualsModel();
+  }
+
+  private static long count(Snapshot s, String property) {
+    return Long.parseLong(s.summary().getOrDefault(property, "0"));
+  }
+
+  private List<String> dataFiles() {
+    List<String> files = new ArrayList<>();
+    table().newScan().planFiles().forEach(t -> files.add(t.file().location()));
+    return files;
+  }
+
+  /** Live delete files, each named with the data file it references (when it references one). */
+  private List<String> deleteFiles() {
+    java.util.Set<String> files = new java.util.LinkedHashSet<>();
+    table().newScan().planFiles().forEach(t -> t.deletes().forEach(d -> files.add(d.location() + " -> "
+        + org.apache.iceberg.util.ContentFileUtil.referencedDataFileLocation(d))));
+    return new ArrayList<>(files);
+  }
+
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void noRowPositionIsEverDeletedTwice(int formatVersion) {
+    env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
+    configure();
+    KeyedWorkload w = new KeyedWorkload(3, 60); // few keys, changed over and over
+    long rowsDeleted = 0;
+    for (int run = 0; run < 8; run++) {
+      stage(w.next(80));
+      MergeResult r = merger().run();
+      rowsDeleted += r.rowsReplaced() + r.itemsRemoved();
+    }
+    // Each commit's net deletes: positions added, less those of delete files it replaced (v3 rewrites
+    // a file's deletion vector whole) or dropped with their data file, plus the dropped files' rows.
+    long netDeletes = 0;
+    for (Snapshot s : table().snapshots()) {
+      netDeletes += count(s, "added-position-deletes") - count(s, "removed-position-deletes")
+          + count(s, "deleted-records");
+    }
+    assertEquals(rowsDeleted, netDeletes,
+        "every replaced or removed row is deleted exactly once, by a position delete or with its dropped file");
+    assertTableEqualsModel();
   }
 
   @Test

@@ -34,26 +34,22 @@ import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.StructLikeMap;
 
 /**
- * Finds the live rows of a set of keys without scanning the table: a data file is read only if
- * its partition can hold one of the keys and its key-column bounds (lower/upper, from the
- * manifests) contain one; then only the key columns, the sequence column and row positions of
- * those files are read, with the file's existing deletes applied.
+ * Finds live rows by reading the key columns of the data files that may hold the keys (Hudi's
+ * "simple index"): a data file is read only if its partition can hold one of the keys and its
+ * key-column bounds (lower/upper, from the manifests) contain one; then only the key columns, the
+ * sequence column and row positions of those files are read, with the file's existing deletes
+ * applied. Its cost grows with the table wherever bounds do not prune; it is also the reference
+ * every other lookup is tested against.
  */
-final class LiveRowFinder {
-  private final Table table;
-  private final TableLayout layout;
+final class ScanLookup implements LiveRowLookup {
   private final ExecutorService pool;
 
-  LiveRowFinder(Table table, TableLayout layout, ExecutorService pool) {
-    this.table = table;
-    this.layout = layout;
+  ScanLookup(ExecutorService pool) {
     this.pool = pool;
   }
 
-  /** What was found, and how much had to be read to find it. */
-  record Found(Map<List<Object>, List<LiveRow>> rows, int filesInTable, int filesRead) {}
-
-  Found find(long snapshotId, Collection<List<Object>> keys) {
+  @Override
+  public Found find(Table table, TableLayout layout, long snapshotId, Collection<List<Object>> keys) {
     Schema schema = table.schema();
     List<Types.NestedField> keyFields = layout.keyNames().stream().map(schema::findField).toList();
     Map<Integer, Pruner> pruners = new HashMap<>();
@@ -76,20 +72,27 @@ final class LiveRowFinder {
     }
 
     Set<List<Object>> wanted = keys instanceof Set<List<Object>> s ? s : new java.util.HashSet<>(keys);
-    List<Future<List<Map.Entry<List<Object>, LiveRow>>>> reads = new ArrayList<>();
+    List<Future<FileRows>> reads = new ArrayList<>();
     for (FileScanTask task : candidates) {
-      reads.add(pool.submit(() -> read(task, wanted)));
+      reads.add(pool.submit(() -> read(table, layout, task, wanted)));
     }
     Map<List<Object>, List<LiveRow>> found = new HashMap<>();
-    for (Future<List<Map.Entry<List<Object>, LiveRow>>> read : reads) {
-      for (Map.Entry<List<Object>, LiveRow> e : Futures.join(read, "reading the table")) {
+    Map<String, Long> liveRowsByFile = new HashMap<>();
+    for (Future<FileRows> read : reads) {
+      FileRows fileRows = Futures.join(read, "reading the table");
+      liveRowsByFile.merge(fileRows.location(), fileRows.liveRows(), Long::sum);
+      for (Map.Entry<List<Object>, LiveRow> e : fileRows.matches()) {
         found.computeIfAbsent(e.getKey(), k -> new ArrayList<>(1)).add(e.getValue());
       }
     }
-    return new Found(found, files, candidates.size());
+    return new Found(found, liveRowsByFile, files, candidates.size());
   }
 
-  private List<Map.Entry<List<Object>, LiveRow>> read(FileScanTask task, Set<List<Object>> wanted) throws IOException {
+  /** One file's rows of the wanted keys, and how many live rows it has in all. */
+  private record FileRows(String location, long liveRows, List<Map.Entry<List<Object>, LiveRow>> matches) {}
+
+  private static FileRows read(Table table, TableLayout layout, FileScanTask task, Set<List<Object>> wanted)
+      throws IOException {
     Schema schema = table.schema();
     List<Types.NestedField> projected = new ArrayList<>();
     for (String key : layout.keyNames()) {
@@ -98,8 +101,10 @@ final class LiveRowFinder {
     projected.add(schema.findField(TableLayout.SEQ));
     projected.add(MetadataColumns.ROW_POSITION);
     List<Map.Entry<List<Object>, LiveRow>> out = new ArrayList<>();
+    long live = 0;
     try (CloseableIterable<Record> rows = TaskRows.read(table, task, new Schema(projected))) {
       for (Record row : rows) {
+        live++;
         List<Object> key = layout.keyOf(row);
         if (wanted.contains(key)) {
           long pos = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
@@ -107,7 +112,8 @@ final class LiveRowFinder {
         }
       }
     }
-    return out;
+    // A task may cover part of a file (a split); the counts of its tasks add up in find().
+    return new FileRows(task.file().location(), live, out);
   }
 
   /**

@@ -1,0 +1,250 @@
+package dev.ddb2iceberg.merge;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.config.TableSettings;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbJson;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.function.Consumer;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.RowDelta;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.UpdateSchema;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.DeleteWriteResult;
+import org.apache.iceberg.util.ContentFileUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The apply step of a merge, shared by staged changes and export loads: one commit of a list of
+ * changes. Reduce them to each key's newest, find the keys' live rows through the lookup, skip
+ * changes the table already holds (or removed since), write the new rows and the deletes of the
+ * rows they replace or remove, and commit it all in one RowDelta whose summary carries the
+ * caller's checkpoint properties.
+ */
+final class ChangeApplier {
+  private static final Logger LOG = LoggerFactory.getLogger(ChangeApplier.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final TableSettings tableSettings;
+  private final StagingStore store;
+  private final Consumer<Table> beforeCommit;
+
+  ChangeApplier(TableSettings tableSettings, StagingStore store, Consumer<Table> beforeCommit) {
+    this.tableSettings = tableSettings;
+    this.store = store;
+    this.beforeCommit = beforeCommit;
+  }
+
+  /** What one commit of changes did; the counts are those of {@link MergeResult}. */
+  record Applied(Long snapshotId, List<Change> applied, long stale, long itemsWritten, long rowsReplaced,
+      long itemsRemoved, int quarantined, int filesRead, int filesInTable) {}
+
+  /**
+   * Commits {@code changes} with {@code properties} (the caller's record of what it applied,
+   * carried with the other checkpoint properties) in the snapshot summary. Throws
+   * ValidationException or CommitFailedException when a race is lost; the caller re-plans.
+   */
+  Applied apply(Table table, List<Change> changes, Map<String, String> properties, String runId, long removalsCutoff,
+      ExecutorService pool) {
+    table = evolveSchema(table, changes);
+    TableLayout layout = TableLayout.of(table);
+
+    // Each key's change with the highest sequence number (compared as numbers).
+    Map<List<Object>, Change> latest = new HashMap<>();
+    int quarantined = 0;
+    for (Change c : changes) {
+      List<Object> key = layout.keyOf(c);
+      if (key == null) {
+        quarantineChange(c, layout.whyKeyDoesNotFit(c));
+        quarantined++;
+        continue;
+      }
+      latest.merge(key, c, (a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b);
+    }
+
+    long tFind = System.nanoTime();
+    Snapshot base = table.currentSnapshot();
+    Tombstones removals = Tombstones.read(table, layout);
+    LiveRowLookup.Found found = base == null
+        ? LiveRowLookup.Found.NOTHING
+        : new ScanLookup(pool).find(table, layout, base.snapshotId(), latest.keySet());
+
+    List<Record> rows = new ArrayList<>();
+    List<LiveRow> toDelete = new ArrayList<>();
+    List<Change> applied = new ArrayList<>();
+    List<Change> removalsSeen = new ArrayList<>(); // every change the removals file must know of
+    long stale = 0;
+    // Every live row of a changed key is deleted; it counts as replaced when the key gets a new
+    // row, else its item counts as removed (once, however many rows it had).
+    long rowsReplaced = 0;
+    long itemsRemoved = 0;
+    for (Map.Entry<List<Object>, Change> e : latest.entrySet()) {
+      Change c = e.getValue();
+      List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
+      String padded = SequenceNumbers.pad(c.sequenceNumber());
+      if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)
+          || (live.isEmpty() && removals.removedAfter(e.getKey(), c.sequenceNumber()))) {
+        stale++; // the table already holds this change or a newer one, or removed the item since
+        continue;
+      }
+      toDelete.addAll(live);
+      removalsSeen.add(c);
+      if (c.operation().isUpsert()) {
+        rows.add(layout.toRow(c));
+        rowsReplaced += live.size();
+      } else if (live.isEmpty()) {
+        continue; // removing an item the table does not have: only the removals file notes it
+      } else {
+        itemsRemoved++;
+      }
+      applied.add(c);
+    }
+    String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
+
+    // A data file all of whose live rows go is dropped through metadata instead of given deletes:
+    // no delete file to write, read or compact, and one small file less (hot items' files).
+    List<DataFile> emptied = new ArrayList<>();
+    List<DeleteFile> theirDeletes = new ArrayList<>();
+    List<LiveRow> positional = new ArrayList<>();
+    Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
+    toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
+    for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
+      Long live = found.liveRowsByFile().get(e.getKey());
+      if (live != null && live == e.getValue().size()) {
+        FileScanTask task = e.getValue().get(0).task();
+        emptied.add(task.file());
+        // Its own deletes (deletion vectors, file-scoped position deletes) go with it.
+        task.deletes().stream().filter(d -> e.getKey().equals(ContentFileUtil.referencedDataFileLocation(d)))
+            .forEach(theirDeletes::add);
+      } else {
+        positional.addAll(e.getValue());
+      }
+    }
+
+    long tWrite = System.nanoTime();
+    MergeWriter writer = new MergeWriter(table, runId);
+    List<DataFile> dataFiles = writer.writeRows(rows, layout.keyOrder(), pool);
+    long tDeletes = System.nanoTime();
+    DeleteWriteResult deletes = writer.writeDeletes(positional);
+    long tCommit = System.nanoTime();
+
+    RowDelta delta = table.newRowDelta()
+        .set(Checkpoint.RUN_ID, runId)
+        .conflictDetectionFilter(Expressions.alwaysTrue())
+        .validateNoConflictingDataFiles()
+        .validateNoConflictingDeleteFiles()
+        .validateDeletedFiles();
+    if (base != null) {
+      delta.validateFromSnapshot(base.snapshotId());
+      // Files given deletes must still exist at commit; dropped files are checked by
+      // validateDeletedFiles (Iceberg refuses a file in both lists).
+      delta.validateDataFilesExist(positional.stream().map(r -> (CharSequence) r.task().file().location()).toList());
+    }
+    if (removalsFile == null) {
+      properties.remove(Tombstones.PROPERTY); // nothing removed is remembered any more
+    } else {
+      properties.put(Tombstones.PROPERTY, removalsFile);
+    }
+    properties.forEach(delta::set);
+    dataFiles.forEach(delta::addRows);
+    deletes.deleteFiles().forEach(delta::addDeletes);
+    deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
+    emptied.forEach(delta::removeRows);
+    theirDeletes.forEach(delta::removeDeletes);
+    beforeCommit.accept(table);
+    Long snapshotId;
+    try {
+      delta.commit();
+      snapshotId = table.currentSnapshot().snapshotId(); // a successful commit leaves the table at its snapshot
+    } catch (CommitStateUnknownException unknown) {
+      table.refresh();
+      Snapshot ours = Checkpoint.snapshotOf(table, runId);
+      if (ours == null) {
+        LOG.warn("Commit outcome unknown and run {} is not in the table history: re-planning", runId);
+        throw new CommitFailedException(unknown, "commit state unknown and not committed");
+      }
+      LOG.warn("Commit outcome was unknown, but run {} is in the table history: it committed", runId);
+      snapshotId = ours.snapshotId();
+    } catch (ValidationException | CommitFailedException lost) {
+      cleanUp(table, dataFiles, deletes.deleteFiles());
+      throw lost;
+    }
+    long tDone = System.nanoTime();
+    LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
+        + " changes skipped, {} emptied data files dropped, read {} of {} data files; ms finding rows {}, writing rows"
+        + " {}, writing deletes {}, committing {}", snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved,
+        stale, emptied.size(), found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000,
+        (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
+    return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
+        found.filesRead(), found.filesInTable());
+  }
+
+  /** Adds typed columns for attributes never seen before (a separate, harmless commit). */
+  private Table evolveSchema(Table table, List<Change> changes) {
+    List<Map<String, DdbValue>> images = new ArrayList<>();
+    for (Change c : changes) {
+      if (c.newImage() != null) {
+        images.add(c.newImage());
+      }
+    }
+    int[] placeholderIds = {table.schema().highestFieldId()};
+    TableLayout.SchemaChanges needed =
+        TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+    if (needed.isEmpty()) {
+      return table;
+    }
+    UpdateSchema update = table.updateSchema();
+    needed.applyTo(update);
+    update.commit();
+    table.refresh();
+    LOG.info("Schema: {}", needed);
+    return table;
+  }
+
+  private void quarantineChange(Change c, String reason) {
+    ObjectNode doc = JSON.createObjectNode();
+    doc.put("reason", reason);
+    doc.put("sequenceNumber", c.sequenceNumber());
+    doc.put("operation", c.operation().name());
+    doc.put("keys", DdbJson.writeItem(c.keys()));
+    if (c.newImage() != null) {
+      doc.put("newImage", DdbJson.writeItem(c.newImage()));
+    }
+    try {
+      store.putQuarantined("merger/" + SequenceNumbers.pad(c.sequenceNumber()) + ".json",
+          JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(doc));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    LOG.error("Change {} cannot be merged and is kept in the quarantine: {}", c.sequenceNumber(), reason);
+  }
+
+  /** Best effort: files of a commit that lost are unreferenced; orphan cleanup catches any left. */
+  private static void cleanUp(Table table, List<DataFile> data, List<DeleteFile> deletes) {
+    try {
+      data.forEach(f -> table.io().deleteFile(f.location()));
+      deletes.forEach(f -> table.io().deleteFile(f.location()));
+    } catch (RuntimeException e) {
+      LOG.warn("Could not delete the files of a failed commit attempt: {}", e.toString());
+    }
+  }
+}
