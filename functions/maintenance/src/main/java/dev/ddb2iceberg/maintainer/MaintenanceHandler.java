@@ -43,7 +43,9 @@ public final class MaintenanceHandler implements RequestStreamHandler {
   private final MaintenanceSettings settings;
   private final Catalog catalog;
   private final Clock clock;
-  private Consumer<String> metricsOut = System.out::println;
+  // System.out as it is at each print (not a method reference, which would keep the stream of
+  // construction time): the local runtime points it away from its own output while functions run.
+  private Consumer<String> metricsOut = line -> System.out.println(line);
 
   /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
   public MaintenanceHandler() {

@@ -27,7 +27,9 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
 
   private final BatchStager stager;
   private final String table;
-  private Consumer<String> metricsOut = System.out::println;
+  // System.out as it is at each print (not a method reference, which would keep the stream of
+  // construction time): the local runtime points it away from its own output while functions run.
+  private Consumer<String> metricsOut = line -> System.out.println(line);
 
   /** Used by Lambda: settings are read and checked once, at cold start. */
   public StagerHandler() {
