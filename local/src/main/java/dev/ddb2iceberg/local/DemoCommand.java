@@ -23,7 +23,9 @@ import dev.ddb2iceberg.workload.OrderWorkload;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.io.Closeable;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
@@ -76,6 +78,10 @@ final class DemoCommand implements Callable<Integer> {
   @Option(names = {"-t", "--template"}, defaultValue = "template.yaml", description = "the SAM template (default: ${DEFAULT-VALUE})")
   Path template;
 
+  @Option(names = "--verbose", description = "show the functions' metric lines (CloudWatch EMF JSON) on stderr"
+      + " instead of writing them to <work-dir>/metrics.log")
+  boolean verbose;
+
   @Override
   @SuppressWarnings("unchecked")
   public Integer call() throws Exception {
@@ -90,10 +96,18 @@ final class DemoCommand implements Callable<Integer> {
     out.printf("Demo: %,d changes to %,d items over %d simulated minutes (seed %d), in %s%n", changes, items, minutes,
         seed, workDir);
     long started = System.nanoTime();
-    try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(workDir.resolve("s3"))) {
+    Path metricsLog = workDir.resolve("metrics.log");
+    // The functions print a metric line per run on their stdout, for CloudWatch; the terminal keeps
+    // to the demo's story.
+    try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(workDir.resolve("s3"));
+        PrintStream metrics = verbose ? FunctionStreams.lines(spec.commandLine().getErr())
+            : new PrintStream(Files.newOutputStream(metricsLog), true, StandardCharsets.UTF_8);
+        FunctionStreams redirected = FunctionStreams.redirect(metrics, System.err)) {
       server.ensureBucket("demo");
       Map<String, String> env = new LocalStack(server, "demo", workDir).environment("demo_orders");
       out.println("S3 endpoint " + server.endpoint() + ", catalog " + env.get("CATALOG_URI"));
+      out.println("Metric lines (CloudWatch EMF) go to " + (verbose ? "stderr" : metricsLog
+          + " (--verbose shows them on stderr)"));
       RequestHandler<DynamodbEvent, StreamsEventResponse> stager =
           (RequestHandler<DynamodbEvent, StreamsEventResponse>) LocalInvoker.newHandler(
               sam.function("Stager").handler(), with(sam.function("Stager").environment(), env));

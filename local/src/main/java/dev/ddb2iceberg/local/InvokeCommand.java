@@ -4,9 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.embedded.LocalContext;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -24,7 +22,7 @@ import picocli.CommandLine.Parameters;
 /** {@code invoke <LogicalId> -e event.json [--env-vars env.json]}: like {@code sam local invoke}. */
 @Command(name = "invoke", mixinStandardHelpOptions = true,
     description = "Runs one function of template.yaml on an event file, in this process, like `sam local invoke`."
-        + " Logs go to stderr, the response to stdout.")
+        + " Only the response goes to stdout; the function's logs and metric lines go to stderr.")
 final class InvokeCommand implements Callable<Integer> {
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -58,10 +56,10 @@ final class InvokeCommand implements Callable<Integer> {
     err.println("START RequestId: " + context.getAwsRequestId() + " Function: " + logicalId + " (" + function.handler() + ")");
     long start = System.nanoTime();
     int exit = 0;
-    // The function's own log lines (written to System.err) go where this command's errors go.
-    PrintStream realErr = System.err;
-    System.setErr(new PrintStream(new LineForwarder(err), true, StandardCharsets.UTF_8));
-    try {
+    // Everything the function prints (log lines, metric lines on its stdout) goes where this
+    // command's errors go, so stdout holds the response alone, as with sam local invoke.
+    PrintStream toErr = FunctionStreams.lines(err);
+    try (FunctionStreams redirected = FunctionStreams.redirect(toErr, toErr)) {
       Object handler = LocalInvoker.newHandler(function.handler(), env);
       byte[] response = LocalInvoker.invoke(handler, eventBytes, context);
       out.println(new String(response, StandardCharsets.UTF_8));
@@ -75,39 +73,9 @@ final class InvokeCommand implements Callable<Integer> {
       out.println(error);
       err.println("Error: " + LocalInvoker.rootMessage(e));
       exit = 1;
-    } finally {
-      System.err.flush();
-      System.setErr(realErr);
     }
     err.printf("END RequestId: %s Duration: %.0f ms%n", context.getAwsRequestId(), (System.nanoTime() - start) / 1e6);
     return exit;
-  }
-
-  /** Bytes to a writer, a line at a time (so multi-byte characters are decoded whole). */
-  private static final class LineForwarder extends OutputStream {
-    private final PrintWriter target;
-    private final ByteArrayOutputStream line = new ByteArrayOutputStream();
-
-    LineForwarder(PrintWriter target) {
-      this.target = target;
-    }
-
-    @Override
-    public synchronized void write(int b) {
-      line.write(b);
-      if (b == '\n') {
-        flush();
-      }
-    }
-
-    @Override
-    public synchronized void flush() {
-      if (line.size() > 0) {
-        target.print(line.toString(StandardCharsets.UTF_8));
-        target.flush();
-        line.reset();
-      }
-    }
   }
 
   /** Host's region and credentials, then the template's variables, then the env-vars file (may be null). */

@@ -52,22 +52,26 @@ final class LoadExportCommand implements Callable<Integer> {
       keys.forEach(input.putArray("keys")::add);
     }
     PrintWriter out = spec.commandLine().getOut();
-    Object handler = LocalInvoker.newHandler(function.handler(), env);
-    for (int invocation = 1; ; invocation++) {
-      JsonNode result;
-      try {
-        result = JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(input),
-            new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
-      } catch (IllegalArgumentException | IllegalStateException refused) {
-        throw new UserError(LocalInvoker.rootMessage(refused));
-      }
-      out.printf("invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
-          + " the stream%n", invocation, result.path("itemsLoaded").asLong(), result.path("itemsInExport").asLong(),
-          result.path("filesDone").asInt(), result.path("files").asInt(), result.path("skipped").asLong());
-      out.flush();
-      if (result.path("done").asBoolean()) {
-        out.println(result.path("note").asText());
-        return 0;
+    // What the function prints on its stdout (JSON logs with LOG_FORMAT=json) is not this command's output.
+    try (FunctionStreams redirected = FunctionStreams.redirect(FunctionStreams.lines(spec.commandLine().getErr()),
+        System.err)) {
+      Object handler = LocalInvoker.newHandler(function.handler(), env);
+      for (int invocation = 1; ; invocation++) {
+        JsonNode result;
+        try {
+          result = JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(input),
+              new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
+        } catch (IllegalArgumentException | IllegalStateException refused) {
+          throw new UserError(LocalInvoker.rootMessage(refused));
+        }
+        out.printf("invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
+            + " the stream%n", invocation, result.path("itemsLoaded").asLong(), result.path("itemsInExport").asLong(),
+            result.path("filesDone").asInt(), result.path("files").asInt(), result.path("skipped").asLong());
+        out.flush();
+        if (result.path("done").asBoolean()) {
+          out.println(result.path("note").asText());
+          return 0;
+        }
       }
     }
   }

@@ -10,9 +10,12 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import com.fasterxml.jackson.databind.MappingIterator;
+import dev.ddb2iceberg.embedded.MetricLines;
+import dev.ddb2iceberg.local.AsMain.Run;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.ops.logging.LogSettings;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -36,8 +39,6 @@ class InvokeCommandTest {
   private EmbeddedS3Server server;
   private String bucket;
 
-  record Run(int exit, String out, String err) {}
-
   @BeforeEach
   void setUp(EmbeddedS3Server server) throws Exception {
     this.server = server;
@@ -48,14 +49,11 @@ class InvokeCommandTest {
   }
 
   private Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
     String[] all = new String[args.length + 2];
     System.arraycopy(args, 0, all, 0, args.length);
     all[args.length] = "-t";
     all[args.length + 1] = ProjectFiles.root().resolve("template.yaml").toString();
-    int exit = Main.execute(new PrintWriter(out, true), new PrintWriter(err, true), all);
-    return new Run(exit, out.toString(), err.toString());
+    return AsMain.run(all);
   }
 
   private Run invoke(String function, String event) {
@@ -142,6 +140,47 @@ class InvokeCommandTest {
     Run maintained = invoke("Maintenance", "maintenance-schedule.json");
     assertEquals(0, maintained.exit(), maintained.err());
     assertEquals(0, JSON.readTree(maintained.out()).get("conflicts").size(), maintained.out());
+  }
+
+  @Test
+  void stdoutHoldsTheResponseAloneAndWhatTheFunctionPrintsGoesToStderr() throws Exception {
+    Run staged = invoke("Stager", "stager-batch.json");
+    assertEquals(0, staged.exit(), staged.err());
+    assertEquals(List.of(JSON.readTree("{\"batchItemFailures\":[]}")), documents(staged.out()),
+        "stdout is exactly the response, nothing else");
+    JsonNode stagerLine = MetricLines.single(metricLines(staged.err()), "ddb2iceberg.orders");
+    assertEquals(5, stagerLine.path("StagedRecords").asInt(), stagerLine.toString());
+
+    // With JSON logs (LOG_FORMAT=json), which a function prints on its stdout as in Lambda.
+    LogSettings before = LogSettings.use(LogSettings.Format.JSON, null);
+    Run merged;
+    try {
+      merged = invoke("Merger", "merger-schedule.json");
+    } finally {
+      LogSettings.restore(before);
+    }
+    assertEquals(0, merged.exit(), merged.err());
+    List<JsonNode> out = documents(merged.out());
+    assertEquals(1, out.size(), "stdout holds one JSON document, the response: " + merged.out());
+    JsonNode response = out.get(0);
+    assertEquals(5, response.path("changesRead").asInt(), response.toString());
+    JsonNode mergerLine = MetricLines.single(metricLines(merged.err()), "ddb2iceberg.orders");
+    assertEquals(response.path("changesApplied").asLong(), mergerLine.path("ChangesMerged").asLong(), mergerLine.toString());
+    assertTrue(merged.err().lines().anyMatch(l -> l.contains("\"message\":\"Merge run committed a snapshot\"")),
+        "the JSON log line is on stderr: " + merged.err());
+  }
+
+  /** The JSON documents in a text, one after another; fails on anything that is not JSON. */
+  private static List<JsonNode> documents(String text) throws IOException {
+    List<JsonNode> docs = new ArrayList<>();
+    try (MappingIterator<JsonNode> it = JSON.readerFor(JsonNode.class).readValues(text)) {
+      it.forEachRemaining(docs::add);
+    }
+    return docs;
+  }
+
+  private static List<String> metricLines(String text) {
+    return text.lines().filter(l -> l.startsWith("{\"_aws\"")).toList();
   }
 
   @Test
