@@ -144,7 +144,9 @@ public final class MergeThroughput {
     if (!batch.isEmpty()) {
       stager.stage(StreamEvents.batch(batch).getRecords());
     }
-    MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8);
+    // -Dbench.keyIndex=on: find live rows through the key index instead of the key columns.
+    MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8,
+        "on".equals(System.getProperty("bench.keyIndex", "off")), 64, MergeOptions.DEFAULTS.keyIndexCacheBytes());
     // -Dbench.jfr=<file>: a JFR profile of the merge alone (not of the load), for `jfr view hot-methods`.
     String jfr = System.getProperty("bench.jfr");
     jdk.jfr.Recording recording = null;

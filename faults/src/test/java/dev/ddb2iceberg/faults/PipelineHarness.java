@@ -10,6 +10,7 @@ import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ExportLoadResult;
 import dev.ddb2iceberg.merge.ExportLoader;
@@ -66,6 +67,8 @@ final class PipelineHarness {
   }
 
   private final long seed;
+  /** Every other seed finds live rows through the key index, so both lookups face every fault. */
+  private final MergeOptions defaults;
   private final Random random;
   private final EmbeddedS3Server server;
   private final FaultInjectingBlobStore faults;
@@ -97,6 +100,7 @@ final class PipelineHarness {
 
   PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
     this.seed = seed;
+    this.defaults = MergeOptions.DEFAULTS.withKeyIndex(seed % 2 == 0);
     this.random = new Random(seed);
     this.server = server;
     this.faults = server.faults();
@@ -201,8 +205,7 @@ final class PipelineHarness {
 
   private void merge(boolean withFaults) {
     int mode = withFaults ? random.nextInt(100) : 99;
-    MergeOptions options = random.nextInt(4) == 0 ? MergeOptions.DEFAULTS.withMaxChanges(1 + random.nextInt(80))
-        : MergeOptions.DEFAULTS;
+    MergeOptions options = random.nextInt(4) == 0 ? defaults.withMaxChanges(1 + random.nextInt(80)) : defaults;
     boolean tableExists = catalog.tableExists(id);
     Catalog mergeCatalog = catalog;
     String kind = "merge";
@@ -222,6 +225,14 @@ final class PipelineHarness {
     } else if (mode < 36 && tableExists) {
       mergeCatalog = new UnknownOutcomeCatalog(catalog, random.nextBoolean());
       kind = "commit outcome unknown (CommitStateUnknownException)";
+    } else if (mode >= 58 && mode < 62 && defaults.keyIndex()) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + random.nextInt(3), k -> k.contains("/key-index/"));
+      kind = "S3 GET errors reading the key index";
+    } else if (mode >= 62 && mode < 66 && defaults.keyIndex()) {
+      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + random.nextInt(3), k -> k.contains("/key-index/"));
+      kind = "S3 PUT errors writing the key index";
+    } else if (mode >= 66 && mode < 72 && defaults.keyIndex() && tableExists && damageKeyIndexFile()) {
+      kind = "a key index file lost or truncated";
     }
     Merger merger = new Merger(mergeCatalog, settings.table(), store, options);
     if (mode >= 36 && mode < 44) {
@@ -244,6 +255,34 @@ final class PipelineHarness {
     checkTableMatchesItsCheckpoints("after " + kind);
   }
 
+  /**
+   * Deletes or truncates one file of the index the current snapshot names (a lost object, a
+   * partial upload); false when there is none. Merges must rebuild, never trust it.
+   */
+  private boolean damageKeyIndexFile() {
+    Table table = catalog.loadTable(id);
+    List<String> files = KeyIndex.filesOf(table, table.currentSnapshot());
+    if (files.isEmpty()) {
+      return false;
+    }
+    String victim = files.get(random.nextInt(files.size()));
+    try {
+      if (random.nextBoolean()) {
+        table.io().deleteFile(victim);
+        trail.add("lost key index file " + victim);
+      } else {
+        byte[] bytes = table.io().newInputFile(victim).newStream().readAllBytes();
+        try (var out = table.io().newOutputFile(victim).createOrOverwrite()) {
+          out.write(bytes, 0, bytes.length / 2);
+        }
+        trail.add("truncated key index file " + victim);
+      }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return true;
+  }
+
   /** A commit hook that runs {@code race} before the first attempt only (the retry must then win). */
   private static Consumer<Table> onFirstAttempt(Runnable race) {
     boolean[] done = {false};
@@ -257,7 +296,7 @@ final class PipelineHarness {
 
   /** Another merger that commits in the middle of a run. */
   private void racingMerger() {
-    runMerger(new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS), "the racing merger");
+    runMerger(new Merger(catalog, settings.table(), store, defaults), "the racing merger");
   }
 
   /** Maintenance that compacts and expires in the middle of a run. */
@@ -359,7 +398,7 @@ final class PipelineHarness {
     int mode = withFaults ? exportRandom.nextInt(100) : 99;
     boolean tableExists = catalog.tableExists(id);
     ExportLoader loader = new ExportLoader(catalog, settings.table(), store,
-        MergeOptions.DEFAULTS.withMaxChanges(1 + exportRandom.nextInt(30)), server.newClient());
+        defaults.withMaxChanges(1 + exportRandom.nextInt(30)), server.newClient());
     String kind = "export chunk";
     if (mode < 10) {
       faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + exportRandom.nextInt(3), k -> k.startsWith("exports/"));

@@ -1,5 +1,11 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.index.IndexEntries;
+import dev.ddb2iceberg.index.IndexKeys;
+import dev.ddb2iceberg.index.KeyIndex;
+import java.math.BigInteger;
+import org.apache.iceberg.util.StructLikeMap;
 import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.table.TableLayout;
@@ -109,24 +115,35 @@ final class Compactor {
 
     String operationId = "compaction-" + UUID.randomUUID();
     int written = 0;
+    // When the merger keeps a key index, the commit says where the moved rows went.
+    boolean keepIndex = KeyIndex.resolve(table, start).manifest() != null;
+    IndexEntries.Builder moves = new IndexEntries.Builder();
     // Groups are independent (one partition each): rewrite them side by side, since reading many
     // small files and their deletes is mostly waiting on S3.
     ExecutorService pool = Executors.newFixedThreadPool(Math.min(selected.size(), IO_THREADS));
     try {
-      List<Future<Set<DataFile>>> rewrites = new ArrayList<>();
+      List<Future<Rewritten>> rewrites = new ArrayList<>();
       for (RewriteFileGroup group : selected) {
-        rewrites.add(pool.submit(() -> rewrite(group, operationId)));
+        rewrites.add(pool.submit(() -> rewrite(group, operationId, keepIndex)));
       }
       for (int i = 0; i < selected.size(); i++) {
-        Set<DataFile> out = Futures.join(rewrites.get(i), "compacting");
-        selected.get(i).setOutputFiles(out);
-        written += out.size();
+        Rewritten out = Futures.join(rewrites.get(i), "compacting");
+        selected.get(i).setOutputFiles(out.files());
+        written += out.files().size();
+        out.moves().forEach(moves::add);
       }
     } finally {
       pool.shutdownNow();
     }
+    Map<String, String> summary = Checkpoint.carried(table);
+    if (keepIndex) {
+      // The rewritten files' rows are all in the moves delta, and no concurrent commit can have
+      // deleted any of them (the commit would fail), so the parent's index plus these moves
+      // describes the compacted snapshot, whichever snapshot the commit lands on.
+      summary.put(KeyIndex.MOVES, KeyIndex.writeMoves(table, moves.build(), new IndexCache(0)));
+    }
     beforeCommit.accept(table);
-    new RewriteDataFilesCommitManager(table, start.snapshotId(), true, Checkpoint.carried(table))
+    new RewriteDataFilesCommitManager(table, start.snapshotId(), true, summary)
         .commitOrClean(new HashSet<>(selected));
     int dangling = removeDanglingDeletes();
     table.refresh();
@@ -142,7 +159,10 @@ final class Compactor {
    * Rewrites one group: the live rows of its files, merged in key order (each input file is
    * sorted already, so a k-way merge keeps memory flat), written as target-sized files.
    */
-  private Set<DataFile> rewrite(RewriteFileGroup group, String operationId) {
+  /** A group's new files, and each moved row's new place when the key index is kept. */
+  private record Rewritten(Set<DataFile> files, List<IndexEntries.Entry> moves) {}
+
+  private Rewritten rewrite(RewriteFileGroup group, String operationId, boolean keepIndex) {
     TableLayout layout = TableLayout.of(table);
     Comparator<Record> byKey = layout.keyOrder();
     PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> byKey.compare(a.row, b.row));
@@ -154,6 +174,8 @@ final class Compactor {
     OutputFileFactory files = OutputFileFactory.builderFor(table, group.info().globalIndex(), 0)
         .operationId(operationId).format(FileFormat.PARQUET).build();
     FanoutDataWriter<Record> writer = new FanoutDataWriter<>(writers, files, table.io(), group.maxOutputFileSize());
+    // Rows in write order per output partition: each partition's files take them in that order.
+    StructLikeMap<List<IndexEntries.Entry>> written = StructLikeMap.create(spec.partitionType());
     try (writer) {
       for (FileScanTask task : group.fileScanTasks()) {
         CloseableIterable<Record> rows = TaskRows.read(table, task, table.schema());
@@ -167,6 +189,15 @@ final class Compactor {
         Head head = heads.poll();
         partition.partition(wrapper.wrap(head.row));
         writer.write(head.row, spec, partition);
+        if (keepIndex) {
+          List<IndexEntries.Entry> rows = written.get(partition);
+          if (rows == null) {
+            rows = new ArrayList<>();
+            written.put(partition.copy(), rows);
+          }
+          rows.add(new IndexEntries.Entry(IndexKeys.encode(layout.keyOf(head.row)), null, 0,
+              new BigInteger((String) head.row.getField(TableLayout.SEQ))));
+        }
         if (head.rest.hasNext()) {
           heads.add(new Head(head.rest.next(), head.rest));
         }
@@ -182,7 +213,24 @@ final class Compactor {
         }
       }
     }
-    return new HashSet<>(writer.result().dataFiles());
+    List<DataFile> out = writer.result().dataFiles();
+    List<IndexEntries.Entry> moves = new ArrayList<>();
+    if (keepIndex) {
+      StructLikeMap<int[]> next = StructLikeMap.create(spec.partitionType());
+      for (DataFile file : out) { // a partition's files, in the order its writer filled them
+        List<IndexEntries.Entry> rows = written.get(file.partition());
+        int[] at = next.computeIfAbsent(file.partition(), p -> new int[1]);
+        for (long pos = 0; pos < file.recordCount(); pos++) {
+          IndexEntries.Entry row = rows.get(at[0]++);
+          moves.add(new IndexEntries.Entry(row.key(), file.location(), pos, row.sequence()));
+        }
+      }
+      if (moves.size() != written.values().stream().mapToInt(List::size).sum()) {
+        throw new IllegalStateException("compaction wrote " + moves.size() + " rows into files, but "
+            + written.values().stream().mapToInt(List::size).sum() + " rows to its writer");
+      }
+    }
+    return new Rewritten(new HashSet<>(out), moves);
   }
 
   private record Head(Record row, Iterator<Record> rest) {}
@@ -195,6 +243,7 @@ final class Compactor {
     }
     RemoveDanglingDeleteFilesAction remove = new RemoveDanglingDeleteFilesAction(table);
     Checkpoint.carried(table).forEach(remove::set);
+    remove.set(KeyIndex.MOVES, KeyIndex.NO_MOVES); // no row moves: the key index still holds
     int removed = 0;
     for (Object ignored : remove.execute().removedDeleteFiles()) {
       removed++;

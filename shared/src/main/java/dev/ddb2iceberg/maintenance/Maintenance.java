@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
 import java.time.Clock;
 import java.time.Duration;
@@ -129,6 +130,7 @@ public final class Maintenance {
         .rewriteIf(m -> m.length() < small)
         .clusterBy(file -> Integer.toString(file.specId()));
     Checkpoint.carried(table).forEach(rewrite::set);
+    rewrite.set(KeyIndex.MOVES, KeyIndex.NO_MOVES); // rows stay where they are: the key index still holds
     rewrite.commit();
     LOG.info("Rewrote {} small manifests", smallOnes.size());
     return smallOnes.size();

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -79,6 +80,8 @@ final class OrphanFiles {
     Map<Integer, PartitionSpec> specs = table.specs();
     Set<String> seenManifests = new HashSet<>();
     for (Snapshot snapshot : table.snapshots()) {
+      // The merger's key index, which snapshot summaries name (not Iceberg metadata).
+      KeyIndex.filesOf(table, snapshot).forEach(p -> files.add(normalize(p)));
       for (ManifestFile manifest : snapshot.allManifests(table.io())) {
         if (!seenManifests.add(manifest.path())) {
           continue;

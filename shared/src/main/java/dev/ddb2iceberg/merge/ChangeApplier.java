@@ -46,10 +46,12 @@ final class ChangeApplier {
 
   private final TableSettings tableSettings;
   private final StagingStore store;
+  private final MergeOptions options;
   private final Consumer<Table> beforeCommit;
 
-  ChangeApplier(TableSettings tableSettings, StagingStore store, Consumer<Table> beforeCommit) {
+  ChangeApplier(TableSettings tableSettings, StagingStore store, MergeOptions options, Consumer<Table> beforeCommit) {
     this.tableSettings = tableSettings;
+    this.options = options;
     this.store = store;
     this.beforeCommit = beforeCommit;
   }
@@ -84,9 +86,8 @@ final class ChangeApplier {
     long tFind = System.nanoTime();
     Snapshot base = table.currentSnapshot();
     Tombstones removals = Tombstones.read(table, layout);
-    LiveRowLookup.Found found = base == null
-        ? LiveRowLookup.Found.NOTHING
-        : new ScanLookup(pool).find(table, layout, base.snapshotId(), latest.keySet());
+    LiveRowLookup lookup = options.lookup(pool);
+    LiveRowLookup.Found found = lookup.find(table, layout, base == null ? null : base.snapshotId(), latest.keySet());
 
     List<Record> rows = new ArrayList<>();
     List<LiveRow> toDelete = new ArrayList<>();
@@ -97,6 +98,8 @@ final class ChangeApplier {
     // row, else its item counts as removed (once, however many rows it had).
     long rowsReplaced = 0;
     long itemsRemoved = 0;
+    List<List<Object>> removedKeys = new ArrayList<>(); // keys left without a row
+
     for (Map.Entry<List<Object>, Change> e : latest.entrySet()) {
       Change c = e.getValue();
       List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
@@ -115,6 +118,7 @@ final class ChangeApplier {
         continue; // removing an item the table does not have: only the removals file notes it
       } else {
         itemsRemoved++;
+        removedKeys.add(e.getKey());
       }
       applied.add(c);
     }
@@ -142,9 +146,11 @@ final class ChangeApplier {
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
-    List<DataFile> dataFiles = writer.writeRows(rows, layout.keyOrder(), pool);
+    MergeWriter.Written written = writer.writeRows(rows, layout.keyOrder(), pool);
+    List<DataFile> dataFiles = written.files();
     long tDeletes = System.nanoTime();
     DeleteWriteResult deletes = writer.writeDeletes(positional);
+    LiveRowLookup.Recorded recorded = lookup.record(table, layout, written.rows(), removedKeys);
     long tCommit = System.nanoTime();
 
     RowDelta delta = table.newRowDelta()
@@ -164,6 +170,7 @@ final class ChangeApplier {
     } else {
       properties.put(Tombstones.PROPERTY, removalsFile);
     }
+    properties.putAll(recorded.properties());
     properties.forEach(delta::set);
     dataFiles.forEach(delta::addRows);
     deletes.deleteFiles().forEach(delta::addDeletes);
@@ -185,7 +192,7 @@ final class ChangeApplier {
       LOG.warn("Commit outcome was unknown, but run {} is in the table history: it committed", runId);
       snapshotId = ours.snapshotId();
     } catch (ValidationException | CommitFailedException lost) {
-      cleanUp(table, dataFiles, deletes.deleteFiles());
+      cleanUp(table, dataFiles, deletes.deleteFiles(), recorded.files());
       throw lost;
     }
     long tDone = System.nanoTime();
@@ -239,10 +246,11 @@ final class ChangeApplier {
   }
 
   /** Best effort: files of a commit that lost are unreferenced; orphan cleanup catches any left. */
-  private static void cleanUp(Table table, List<DataFile> data, List<DeleteFile> deletes) {
+  private static void cleanUp(Table table, List<DataFile> data, List<DeleteFile> deletes, List<String> other) {
     try {
       data.forEach(f -> table.io().deleteFile(f.location()));
       deletes.forEach(f -> table.io().deleteFile(f.location()));
+      other.forEach(table.io()::deleteFile);
     } catch (RuntimeException e) {
       LOG.warn("Could not delete the files of a failed commit attempt: {}", e.toString());
     }

@@ -71,7 +71,7 @@ public final class ExportLoader {
     this.store = store;
     this.options = options;
     this.exportS3 = exportS3;
-    this.applier = new ChangeApplier(tableSettings, store, table -> beforeCommit.accept(table));
+    this.applier = new ChangeApplier(tableSettings, store, options, table -> beforeCommit.accept(table));
   }
 
   /** Testing hook: runs just before each chunk's commit attempt (fault tests crash or race there). */

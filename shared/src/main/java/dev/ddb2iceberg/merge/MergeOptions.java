@@ -1,6 +1,8 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.index.IndexCache;
 
 /**
  * Bounds on one merge run, so it finishes within the Lambda's time and memory whatever the
@@ -10,20 +12,43 @@ import dev.ddb2iceberg.config.Environment;
  * @param maxStagedBytes stop adding staged objects once their compressed size reaches this
  * @param maxCommitAttempts how often a run re-plans after losing a commit race before giving up
  * @param ioThreads parallel S3 reads (staged objects, data files)
+ * @param keyIndex find live rows through the key index (true) or by reading key columns (false)
+ * @param keyIndexParts parts a new key index spreads its keys over
+ * @param keyIndexCacheBytes memory a warm merger may keep index files in between runs
  */
-public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads) {
+public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads,
+    boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes) {
   /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
-  public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8);
+  public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, false, 64,
+      IndexCache.defaultBudget());
 
   public static MergeOptions from(Environment env) {
+    String keyIndex = env.optional("KEY_INDEX", DEFAULTS.keyIndex() ? "on" : "off");
+    if (!keyIndex.equals("on") && !keyIndex.equals("off")) {
+      throw new ConfigurationException("Environment variable KEY_INDEX='" + keyIndex + "' is not on or off.");
+    }
     return new MergeOptions(
         env.positiveInt("MAX_CHANGES_PER_RUN", DEFAULTS.maxChanges()),
         env.positiveLong("MAX_STAGED_BYTES_PER_RUN", DEFAULTS.maxStagedBytes()),
         env.positiveInt("MAX_COMMIT_ATTEMPTS", DEFAULTS.maxCommitAttempts()),
-        env.positiveInt("IO_THREADS", DEFAULTS.ioThreads()));
+        env.positiveInt("IO_THREADS", DEFAULTS.ioThreads()),
+        keyIndex.equals("on"),
+        env.positiveInt("KEY_INDEX_PARTS", DEFAULTS.keyIndexParts()),
+        env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20);
   }
 
   public MergeOptions withMaxChanges(int n) {
-    return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads);
+    return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
+        keyIndexCacheBytes);
+  }
+
+  public MergeOptions withKeyIndex(boolean on) {
+    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, on, keyIndexParts,
+        keyIndexCacheBytes);
+  }
+
+  /** How this run finds live rows. */
+  LiveRowLookup lookup(java.util.concurrent.ExecutorService pool) {
+    return keyIndex ? new IndexLookup(pool, IndexCache.shared(keyIndexCacheBytes), keyIndexParts) : new ScanLookup(pool);
   }
 }

@@ -54,9 +54,9 @@ final class MergeWriter {
    * Writes the rows, one task per partition on {@code pool} (Parquet encoding and compression are
    * the merge's heaviest CPU work, and partitions are independent), each sorted by key.
    */
-  List<DataFile> writeRows(List<Record> rows, Comparator<Record> keyOrder, ExecutorService pool) {
+  Written writeRows(List<Record> rows, Comparator<Record> keyOrder, ExecutorService pool) {
     if (rows.isEmpty()) {
-      return List.of();
+      return new Written(List.of(), List.of());
     }
     PartitionSpec spec = table.spec();
     PartitionKey partitionKey = new PartitionKey(spec, table.schema());
@@ -71,19 +71,28 @@ final class MergeWriter {
       }
       group.add(row);
     }
-    List<Future<List<DataFile>>> writes = new ArrayList<>();
+    List<Future<Written>> writes = new ArrayList<>();
     for (Map.Entry<StructLike, List<Record>> e : byPartition.entrySet()) {
       int task = taskId++;
       writes.add(pool.submit(() -> writePartition(spec, e.getKey(), e.getValue(), keyOrder, task)));
     }
     List<DataFile> files = new ArrayList<>();
-    for (Future<List<DataFile>> write : writes) {
-      files.addAll(Futures.join(write, "writing data files"));
+    List<RowLocation> locations = new ArrayList<>();
+    for (Future<Written> write : writes) {
+      Written w = Futures.join(write, "writing data files");
+      files.addAll(w.files());
+      locations.addAll(w.rows());
     }
-    return files;
+    return new Written(files, locations);
   }
 
-  private List<DataFile> writePartition(PartitionSpec spec, StructLike partition, List<Record> rows,
+  /** Where a written row went: its data file and position in it. */
+  record RowLocation(Record row, String file, long position) {}
+
+  /** The data files written and where each row is. */
+  record Written(List<DataFile> files, List<RowLocation> rows) {}
+
+  private Written writePartition(PartitionSpec spec, StructLike partition, List<Record> rows,
       Comparator<Record> keyOrder, int task) throws IOException {
     rows.sort(keyOrder); // sorted keys give each file tight key bounds, which prune later merges' reads
     GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
@@ -95,7 +104,20 @@ final class MergeWriter {
         writer.write(row, spec, partition);
       }
     }
-    return writer.result().dataFiles();
+    // The writer fills files one after another in write order, so each file holds the next
+    // recordCount rows, at positions 0, 1, ...
+    List<DataFile> written = writer.result().dataFiles();
+    List<RowLocation> locations = new ArrayList<>(rows.size());
+    int next = 0;
+    for (DataFile file : written) {
+      for (long pos = 0; pos < file.recordCount(); pos++) {
+        locations.add(new RowLocation(rows.get(next++), file.location(), pos));
+      }
+    }
+    if (next != rows.size()) {
+      throw new IllegalStateException("wrote " + rows.size() + " rows but the data files hold " + next);
+    }
+    return new Written(written, locations);
   }
 
   /** Deletes for these rows; the result also names delete files they replace (v3 DVs). */

@@ -67,7 +67,7 @@ public final class Merger {
     this.tableSettings = tableSettings;
     this.store = store;
     this.options = options;
-    this.applier = new ChangeApplier(tableSettings, store, table -> beforeCommit.accept(table));
+    this.applier = new ChangeApplier(tableSettings, store, options, table -> beforeCommit.accept(table));
   }
 
   /**

@@ -49,7 +49,16 @@ final class ScanLookup implements LiveRowLookup {
   }
 
   @Override
-  public Found find(Table table, TableLayout layout, long snapshotId, Collection<List<Object>> keys) {
+  public Recorded record(Table table, TableLayout layout, List<MergeWriter.RowLocation> written,
+      Collection<List<Object>> removed) {
+    return Recorded.NOTHING; // the next scan reads the table itself
+  }
+
+  @Override
+  public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
+    if (snapshotId == null) {
+      return Found.NOTHING;
+    }
     Schema schema = table.schema();
     List<Types.NestedField> keyFields = layout.keyNames().stream().map(schema::findField).toList();
     Map<Integer, Pruner> pruners = new HashMap<>();

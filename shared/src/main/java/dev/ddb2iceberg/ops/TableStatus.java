@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.ops;
 
+import dev.ddb2iceberg.index.DamagedIndexException;
+import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.index.IndexManifest;
+import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ExportProgress;
 import dev.ddb2iceberg.staging.StagedObject;
@@ -43,6 +47,8 @@ import org.apache.iceberg.io.CloseableIterable;
  * @param smallFileRatio small data files over all data files (0 when there are none)
  * @param lastCompactionAt when maintenance last rewrote files, or null
  * @param exportLoads DynamoDB exports loaded or being loaded, by export id
+ * @param keyIndex the key index of the current snapshot, or null when the snapshot names none
+ *     (the merger then rebuilds it, when KEY_INDEX is on)
  */
 public record TableStatus(
     String table,
@@ -64,7 +70,36 @@ public record TableStatus(
     int smallDataFiles,
     double smallFileRatio,
     String lastCompactionAt,
-    Map<String, ExportProgress.Load> exportLoads) {
+    Map<String, ExportProgress.Load> exportLoads,
+    KeyIndexStatus keyIndex) {
+
+  /**
+   * The key index at a glance.
+   *
+   * @param manifest its manifest's location
+   * @param parts parts the keys are spread over
+   * @param entries entries in the parts' base files (one per live row when no deltas are pending)
+   * @param deltas delta files written since the parts were last folded
+   * @param deltaEntries entries in them
+   * @param bytes size of all its files in storage
+   * @param damaged why the index cannot be read, or null (the next merge rebuilds a damaged one)
+   */
+  public record KeyIndexStatus(String manifest, int parts, long entries, int deltas, long deltaEntries, long bytes,
+      String damaged) {
+    static KeyIndexStatus of(Table table, Snapshot snapshot) {
+      String manifest = KeyIndex.manifestOf(snapshot);
+      if (manifest == null) {
+        return null;
+      }
+      try {
+        IndexManifest m = KeyIndex.open(table, manifest, new IndexCache(0)).manifest();
+        return new KeyIndexStatus(manifest, m.parts(), m.baseEntries(), m.deltas().size(), m.deltaEntries(), m.bytes(),
+            null);
+      } catch (DamagedIndexException e) {
+        return new KeyIndexStatus(manifest, 0, 0, 0, 0, 0, e.getMessage());
+      }
+    }
+  }
 
   /** The status of {@code table} (null if it does not exist yet) and of its staging prefix. */
   public static TableStatus of(String name, Table table, StagingStore store, long targetFileSizeBytes, Clock clock) {
@@ -77,7 +112,7 @@ public record TableStatus(
         .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
     if (table == null || table.currentSnapshot() == null) {
       return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
-          0, 0, 0, 0, 0, 0, 0, null, Map.of());
+          0, 0, 0, 0, 0, 0, 0, null, Map.of(), null);
     }
     Snapshot current = table.currentSnapshot();
     int snapshots = 0;
@@ -117,7 +152,7 @@ public record TableStatus(
         lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
         pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
         dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
-        ExportProgress.read(table));
+        ExportProgress.read(table), KeyIndexStatus.of(table, current));
   }
 
   /** The report for a person. */
@@ -138,6 +173,14 @@ public record TableStatus(
           .append(String.format("%.0f%%", smallFileRatio * 100)).append(")\n");
       sb.append("delete files ").append(deleteFiles).append(" (").append(deleteBytes).append(" bytes)\n");
       sb.append("compacted    ").append(lastCompactionAt == null ? "never" : lastCompactionAt.toString()).append('\n');
+    }
+    if (currentSnapshotId != null) {
+      sb.append("key index    ").append(keyIndex == null
+          ? "none for this snapshot (with KEY_INDEX=on the next merge builds it from the table)"
+          : keyIndex.damaged() != null ? "damaged: " + keyIndex.damaged() + " (the next merge rebuilds it)"
+          : keyIndex.entries() + " entries in " + keyIndex.parts() + " parts + " + keyIndex.deltas() + " deltas ("
+              + keyIndex.deltaEntries() + " entries), " + keyIndex.bytes() + " bytes; covers this snapshot")
+          .append('\n');
     }
     exportLoads.forEach((id, load) -> sb.append("export       ").append(id).append(": ")
         .append(load.done() ? "loaded, " : "loading, ").append(load.items()).append(" items")

@@ -1,0 +1,305 @@
+package dev.ddb2iceberg.merge;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.LogCapture;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.maintenance.Maintenance;
+import dev.ddb2iceberg.maintenance.MaintenanceOptions;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import dev.ddb2iceberg.merger.MergerSettings;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
+import dev.ddb2iceberg.ops.TableStatus;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.workload.KeyedWorkload;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The key index against the scan it replaces, on the embedded S3 server and a real catalog:
+ * across merges, export loads and compactions, for keys the table holds and keys it never held,
+ * the index must name exactly the rows (file, position, sequence number) the scan of the key
+ * columns finds. A wrong position from the index (say, MergeWriter's positions off by one) fails
+ * {@link #theIndexFindsExactlyTheRowsTheScanFinds}.
+ */
+@ExtendWith(S3ServerExtension.class)
+class KeyIndexTest {
+  @TempDir Path dir;
+
+  private EmbeddedS3Server server;
+  private MergerSettings settings;
+  private Catalog catalog;
+  private StagingStore store;
+  private final ExpectedTable model = new ExpectedTable();
+  private final Map<String, String> env = new HashMap<>();
+  private final ExecutorService pool = Executors.newFixedThreadPool(4);
+
+  @BeforeEach
+  void setUp(EmbeddedS3Server server) {
+    this.server = server;
+    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+    env.put("KEY_INDEX", "on");
+    env.put("KEY_INDEX_PARTS", "8");
+    configure();
+  }
+
+  private void configure() {
+    settings = MergerSettings.from(new Environment(env));
+    catalog = settings.catalog().load();
+    store = new StagingStore(server.newClient(), settings.staging());
+  }
+
+  @AfterEach
+  void stopPool() {
+    pool.shutdownNow();
+  }
+
+  private void stage(List<Change> changes) {
+    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
+    assertTrue(r.complete(), () -> "staging failed: " + r.failure());
+    model.apply(changes);
+  }
+
+  private MergeResult merge() {
+    return new Merger(catalog, settings.table(), store, settings.options()).run();
+  }
+
+  private Table table() {
+    return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
+  }
+
+  private void assertTableEqualsModel() {
+    var actual = TableItems.read(table());
+    assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
+  }
+
+  /** Each key's rows as "file@position#sequence", sorted, for comparing two answers. */
+  private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
+    Map<List<Object>, Set<String>> out = new HashMap<>();
+    found.rows().forEach((key, live) -> {
+      Set<String> s = new TreeSet<>();
+      live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
+      out.put(key, s);
+    });
+    return out;
+  }
+
+  /** Asks both lookups for the keys 0..keySpace-1 (held, removed, never held) and compares. */
+  private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace) {
+    Table table = table();
+    TableLayout layout = TableLayout.of(table);
+    List<List<Object>> keys = new ArrayList<>();
+    for (int i = 0; i < keySpace; i++) {
+      Map<String, DdbValue> key = w.key(i);
+      keys.add(layout.keyOf(new Change(key, Operation.REMOVE, null, "1", 0, false)));
+    }
+    long snapshot = table.currentSnapshot().snapshotId();
+    LiveRowLookup.Found scan = new ScanLookup(pool).find(table, layout, snapshot, keys);
+    LiveRowLookup.Found index = new IndexLookup(pool, new IndexCache(64L << 20), 8).find(table, layout, snapshot, keys);
+    Map<List<Object>, Set<String>> expected = rows(scan);
+    Map<List<Object>, Set<String>> actual = rows(index);
+    List<String> differences = new ArrayList<>();
+    for (List<Object> key : keys) {
+      Set<String> e = expected.getOrDefault(key, Set.of());
+      Set<String> a = actual.getOrDefault(key, Set.of());
+      if (!e.equals(a)) {
+        differences.add(key + ": scan " + e + ", index " + a);
+      }
+    }
+    assertTrue(differences.isEmpty(), () -> differences.size() + " keys where the index and the scan of the key"
+        + " columns differ, e.g. " + differences.subList(0, Math.min(3, differences.size())));
+    return index;
+  }
+
+  @Test
+  void theIndexFindsExactlyTheRowsTheScanFinds() {
+    KeyedWorkload w = new KeyedWorkload(11, 300);
+    for (int run = 0; run < 6; run++) {
+      stage(w.next(250));
+      merge();
+      LiveRowLookup.Found index = assertIndexAgreesWithScan(w, 320);
+      assertEquals(0, index.filesRead(), "after merge " + run + " the index answered without reading data files");
+      assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()), "each merge names its index");
+    }
+    assertTableEqualsModel();
+    TableStatus.KeyIndexStatus status = TableStatus.of("orders", table(), store, 128L << 20, Clock.systemUTC()).keyIndex();
+    assertNotNull(status, "status shows the index");
+    assertNull(status.damaged());
+    assertEquals(8, status.parts(), "KEY_INDEX_PARTS");
+    assertEquals(5, status.deltas(), "one delta per merge after the first, which built the parts");
+    assertTrue(status.entries() > 0 && status.deltaEntries() > 0 && status.bytes() > 0, status::toString);
+  }
+
+  @ParameterizedTest(name = "format v{0}")
+  @ValueSource(ints = {2, 3})
+  void compactionRecordsWhereItMovedRowsSoTheNextMergeNeedsNoRebuild(int formatVersion) {
+    env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
+    configure();
+    KeyedWorkload w = new KeyedWorkload(12, 200);
+    for (int run = 0; run < 3; run++) {
+      stage(w.next(200));
+      merge();
+    }
+    var compaction = new Maintenance(table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/", Clock.systemUTC())
+        .run(EnumSet.of(MaintenanceTask.COMPACT), false).compaction();
+    assertTrue(compaction.filesRewritten() > 0, "compaction rewrote files: " + compaction);
+    assertNotNull(table().currentSnapshot().summary().get(KeyIndex.MOVES), "compaction names its moves");
+    assertIndexAgreesWithScan(w, 220); // the parent's index plus the moves, before any merge
+    stage(w.next(200));
+    try (LogCapture logs = LogCapture.json()) {
+      merge();
+      assertTrue(logs.all().stream().noneMatch(l -> l.path("message").asText().startsWith("Rebuilding")),
+          () -> "no rebuild after a compaction: " + logs.all());
+    }
+    assertIndexAgreesWithScan(w, 220);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aCommitByAnotherWriterMakesTheNextMergeRebuildTheIndex() {
+    KeyedWorkload w = new KeyedWorkload(17, 200);
+    stage(w.next(200));
+    merge();
+    table().newAppend().commit(); // another writer: its snapshot says nothing of the key index
+    stage(w.next(200));
+    try (LogCapture logs = LogCapture.json()) {
+      merge();
+      assertTrue(logs.all().stream().map(l -> l.path("message").asText())
+          .anyMatch(m -> m.startsWith("Rebuilding the key index") && m.contains("names no key index")),
+          () -> "a log line says why the index is rebuilt: " + logs.all());
+    }
+    assertIndexAgreesWithScan(w, 220);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aLostOrTruncatedIndexFileIsRebuiltAndNeverGivesAWrongRow() throws Exception {
+    KeyedWorkload w = new KeyedWorkload(13, 200);
+    stage(w.next(300));
+    merge();
+    stage(w.next(100));
+    merge();
+    var files = KeyIndex.filesOf(table(), table().currentSnapshot());
+    String delta = files.stream().filter(f -> f.endsWith("-delta.bin")).findFirst().orElseThrow();
+    String part = files.stream().filter(f -> f.contains("-part-")).findFirst().orElseThrow();
+    // Truncate the delta (keep its first bytes) and lose a part.
+    byte[] bytes = table().io().newInputFile(delta).newStream().readAllBytes();
+    try (var out = table().io().newOutputFile(delta).createOrOverwrite()) {
+      out.write(bytes, 0, bytes.length / 2);
+    }
+    table().io().deleteFile(part);
+    // A warm cache would still hold the good copies: a fresh container's lookup reads storage.
+    TableLayout layout = TableLayout.of(table());
+    List<Object> key = layout.keyOf(new Change(w.key(1), Operation.REMOVE, null, "1", 0, false));
+    LiveRowLookup.Found damaged = new IndexLookup(pool, new IndexCache(64L << 20), 8).find(table(), layout,
+        table().currentSnapshot().snapshotId(), List.of(key));
+    assertEquals(damaged.filesInTable(), damaged.filesRead(), "a damaged index is rebuilt from every data file");
+    stage(w.next(150));
+    settings = MergerSettings.from(new Environment(env));
+    merge();
+    assertIndexAgreesWithScan(w, 220);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void anExportLoadAddsItsRowsToTheIndex() {
+    KeyedWorkload w = new KeyedWorkload(14, 200);
+    List<Map<String, DdbValue>> exported = new ArrayList<>();
+    ExpectedTable atExport = new ExpectedTable();
+    List<Change> inserts = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      inserts.add(w.upsert(i, Operation.INSERT));
+    }
+    atExport.apply(inserts);
+    exported.addAll(atExport.items().values());
+    model.apply(inserts);
+    String location = new DynamoDbExportFiles(server.newClient(), settings.staging().bucket(), "exports/")
+        .writeFull("01764000000000-index", Instant.now().minusSeconds(60), exported, 3);
+    new ExportLoader(catalog, settings.table(), store, settings.options().withMaxChanges(70), server.newClient())
+        .run(new ExportLoader.Request(ExportLocation.parse(location), List.of("pk", "sk"), Duration.ofMinutes(5),
+            true), Instant.now().plus(Duration.ofMinutes(10)));
+    assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()), "each load chunk names the index");
+    assertIndexAgreesWithScan(w, 220);
+    stage(w.next(200));
+    merge();
+    assertIndexAgreesWithScan(w, 220);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void deltasPastTheLimitAreFoldedIntoTheParts() {
+    KeyedWorkload w = new KeyedWorkload(15, 150);
+    for (int run = 0; run < KeyIndex.MAX_DELTAS + 2; run++) {
+      stage(w.next(40));
+      merge();
+    }
+    var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(1 << 20))
+        .manifest();
+    assertTrue(manifest.deltas().size() < KeyIndex.MAX_DELTAS, "deltas were folded: " + manifest);
+    assertIndexAgreesWithScan(w, 160);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void withTheIndexOffNoIndexIsWrittenAndAStaleOneIsNeverUsedAgain() {
+    KeyedWorkload w = new KeyedWorkload(16, 100);
+    stage(w.next(100));
+    merge();
+    assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()));
+    env.put("KEY_INDEX", "off");
+    configure();
+    stage(w.next(100));
+    merge();
+    assertNull(KeyIndex.manifestOf(table().currentSnapshot()), "a merge without the index names none");
+    env.put("KEY_INDEX", "on");
+    configure();
+    stage(w.next(100));
+    try (LogCapture logs = LogCapture.json()) {
+      merge();
+      JsonNode rebuilt = logs.all().stream().filter(l -> l.path("message").asText().startsWith("Rebuilding"))
+          .findFirst().orElse(null);
+      assertNotNull(rebuilt, "the index of two merges ago is not trusted: it is rebuilt");
+    }
+    assertIndexAgreesWithScan(w, 110);
+    assertTableEqualsModel();
+  }
+}

@@ -1,0 +1,117 @@
+package dev.ddb2iceberg.index;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.util.zip.GZIPInputStream;
+import java.util.zip.GZIPOutputStream;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.OutputFile;
+
+/**
+ * One key index file (a base part or a delta) in object storage: gzip of a header, the data file
+ * table, the sorted entries and an end marker. gzip's CRC and length check, the marker and the
+ * counts make a truncated or damaged file fail to read, never read as fewer entries.
+ */
+final class IndexFile {
+  private static final int MAGIC = 0xDD81_0001;
+  private static final int END = 0xDD81_FFFF;
+
+  private IndexFile() {}
+
+  static void write(FileIO io, String location, IndexEntries entries) {
+    OutputFile file = io.newOutputFile(location);
+    try (OutputStream raw = file.createOrOverwrite();
+        GZIPOutputStream gzip = new GZIPOutputStream(raw, 1 << 16)) {
+      ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
+      writeInt(buf, MAGIC);
+      Varints.write(buf, entries.size());
+      String[] files = entries.files();
+      Varints.write(buf, files.length);
+      for (String f : files) {
+        byte[] b = f.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        Varints.write(buf, b.length);
+        buf.writeBytes(b);
+      }
+      for (int i = 0; i < entries.size(); i++) {
+        IndexEntries.Entry e = entries.entry(i);
+        Varints.write(buf, e.key().length);
+        buf.writeBytes(e.key());
+        Varints.write(buf, entries.fileRef(i) + 1L); // 0: tombstone
+        Varints.write(buf, e.position());
+        byte[] seq = e.sequence().toByteArray();
+        Varints.write(buf, seq.length);
+        buf.writeBytes(seq);
+        if (buf.size() > (1 << 16)) {
+          buf.writeTo(gzip);
+          buf.reset();
+        }
+      }
+      writeInt(buf, END);
+      buf.writeTo(gzip);
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not write key index file " + location, e);
+    }
+  }
+
+  /** Reads a file; a missing, truncated or damaged one throws {@link DamagedIndexException}. */
+  static IndexEntries read(FileIO io, String location) {
+    try (InputStream raw = io.newInputFile(location).newStream();
+        DataInputStream in = new DataInputStream(new BufferedInputStream(new GZIPInputStream(raw, 1 << 16), 1 << 16))) {
+      if (in.readInt() != MAGIC) {
+        throw new DamagedIndexException(location + " is not a key index file");
+      }
+      long count = Varints.read(in);
+      int fileCount = (int) Varints.read(in);
+      String[] files = new String[fileCount];
+      for (int f = 0; f < fileCount; f++) {
+        files[f] = new String(in.readNBytes((int) Varints.read(in)), java.nio.charset.StandardCharsets.UTF_8);
+      }
+      if (count > Integer.MAX_VALUE) {
+        throw new DamagedIndexException(location + " claims " + count + " entries");
+      }
+      IndexEntries.Appender entries = new IndexEntries.Appender(files, (int) count);
+      for (long i = 0; i < count; i++) {
+        byte[] key = readBytes(in);
+        int ref = (int) Varints.read(in) - 1;
+        long position = Varints.read(in);
+        byte[] seq = readBytes(in);
+        if (ref >= fileCount || seq.length == 0 || !entries.append(key, ref, position, seq)) {
+          throw new DamagedIndexException(location + " has a damaged entry (" + i + " of " + count + ")");
+        }
+      }
+      if (in.readInt() != END || in.read() != -1) {
+        throw new DamagedIndexException(location + " does not end where its entry count says");
+      }
+      return entries.build();
+    } catch (EOFException | java.util.zip.ZipException e) {
+      throw new DamagedIndexException(location + " is truncated or damaged (" + e.getMessage() + ")");
+    } catch (org.apache.iceberg.exceptions.NotFoundException e) {
+      throw new DamagedIndexException(location + " is missing");
+    } catch (IOException e) {
+      // Anything else (a network error) may pass: the run fails and the next one reads the index again.
+      throw new UncheckedIOException("could not read key index file " + location, e);
+    }
+  }
+
+  private static byte[] readBytes(DataInputStream in) throws IOException {
+    int n = (int) Varints.read(in);
+    byte[] b = in.readNBytes(n);
+    if (b.length != n) {
+      throw new EOFException();
+    }
+    return b;
+  }
+
+  private static void writeInt(ByteArrayOutputStream out, int v) {
+    out.write(v >>> 24);
+    out.write(v >>> 16);
+    out.write(v >>> 8);
+    out.write(v);
+  }
+}

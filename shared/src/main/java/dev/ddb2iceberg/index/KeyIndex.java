@@ -1,0 +1,326 @@
+package dev.ddb2iceberg.index;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.io.FileIO;
+
+/**
+ * The key index of one snapshot: for every live row, its key, data file, position and the
+ * sequence number of the change that wrote it, so a merge finds the live rows of the keys it
+ * changes by reading a few index parts instead of the key columns of every data file.
+ *
+ * <p>Layout, under {@code <table location>/key-index/}: the keys are spread over {@code parts}
+ * parts by a hash of the key; each part has a base file of sorted entries, and each commit adds
+ * one small delta file with its own entries (new rows, and tombstones for removed items) instead
+ * of rewriting the parts it touches. A manifest lists the files; the snapshot summary property
+ * {@link #PROPERTY} names the manifest, written in the same commit as the rows it describes. When
+ * deltas pile up past {@link #MAX_DELTAS}, the commit folds them into the parts they touch.
+ *
+ * <p>Derived state, never the truth: an index is used only for the snapshot whose own summary
+ * names it (another writer's commit names none), and a file that is missing or damaged makes the
+ * merge rebuild it from the table.
+ */
+public final class KeyIndex {
+  /** Snapshot summary property: the manifest of the key index that describes this snapshot. */
+  public static final String PROPERTY = "ddb2iceberg.key-index";
+  /**
+   * Snapshot summary property of a maintenance commit: the delta file with the new locations of the
+   * rows it moved (compaction), or {@link #NO_MOVES} (it moved none). The index of such a snapshot
+   * is its parent's plus that delta. A snapshot with neither property was made by another writer.
+   */
+  public static final String MOVES = "ddb2iceberg.key-index-moves";
+  public static final String NO_MOVES = "none";
+  /** Deltas kept before a commit folds them into the parts. */
+  public static final int MAX_DELTAS = 16;
+
+  private final FileIO io;
+  private final String location;
+  private final IndexManifest manifest;
+  private final IndexCache cache;
+
+  private KeyIndex(FileIO io, String location, IndexManifest manifest, IndexCache cache) {
+    this.io = io;
+    this.location = location;
+    this.manifest = manifest;
+    this.cache = cache;
+  }
+
+  /** The manifest location the snapshot's own summary names, or null. */
+  public static String manifestOf(Snapshot snapshot) {
+    return snapshot == null ? null : snapshot.summary().get(PROPERTY);
+  }
+
+  /**
+   * Which index describes a snapshot: the manifest the nearest snapshot names, walking back only
+   * through maintenance snapshots, plus the moves deltas of those (oldest first).
+   *
+   * @param manifest the manifest, or null when the index must be rebuilt ({@code why} says why)
+   */
+  public record Resolved(String manifest, List<String> moves, String why) {}
+
+  public static Resolved resolve(Table table, Snapshot snapshot) {
+    List<String> moves = new ArrayList<>();
+    for (Snapshot s = snapshot; s != null; s = s.parentId() == null ? null : table.snapshot(s.parentId())) {
+      String manifest = manifestOf(s);
+      if (manifest != null) {
+        java.util.Collections.reverse(moves);
+        return new Resolved(manifest, moves, null);
+      }
+      String moved = s.summary().get(MOVES);
+      if (moved == null) {
+        return new Resolved(null, List.of(), "snapshot " + s.snapshotId() + " (" + s.operation() + ") names no key"
+            + " index: the first merge with the index, or a commit by another writer");
+      }
+      if (!NO_MOVES.equals(moved)) {
+        moves.add(moved);
+      }
+    }
+    return new Resolved(null, List.of(), "no snapshot back to the oldest kept one names a key index");
+  }
+
+  /**
+   * Every file of the index the snapshot names (manifest, parts, deltas), for orphan cleanup: files
+   * no kept snapshot names are orphans. A manifest that cannot be read keeps only itself.
+   */
+  public static List<String> filesOf(Table table, Snapshot snapshot) {
+    String manifest = manifestOf(snapshot);
+    String moves = snapshot.summary().get(MOVES);
+    if (moves != null && !NO_MOVES.equals(moves)) {
+      return List.of(moves);
+    }
+    if (manifest == null) {
+      return List.of();
+    }
+    List<String> files = new ArrayList<>();
+    files.add(manifest);
+    try {
+      files.addAll(IndexManifest.read(table.io(), manifest).files());
+    } catch (DamagedIndexException damaged) {
+      // nothing more to keep: the next merge rebuilds the index
+    }
+    return files;
+  }
+
+  /** Opens the index a manifest describes; a missing or damaged manifest throws {@link DamagedIndexException}. */
+  public static KeyIndex open(Table table, String manifestLocation, IndexCache cache) {
+    return new KeyIndex(table.io(), manifestLocation, IndexManifest.read(table.io(), manifestLocation), cache);
+  }
+
+  /** Opens a resolved index: its manifest's files plus the moves deltas after it, as deltas. */
+  public static KeyIndex open(Table table, Resolved resolved, IndexCache cache) {
+    KeyIndex index = open(table, resolved.manifest(), cache);
+    if (resolved.moves().isEmpty()) {
+      return index;
+    }
+    IndexManifest m = index.manifest;
+    List<String> deltas = new ArrayList<>(m.deltas());
+    long entries = m.deltaEntries();
+    long bytes = m.bytes();
+    for (String move : resolved.moves()) {
+      deltas.add(move);
+      entries += index.load(move).size();
+      bytes += table.io().newInputFile(move).getLength();
+    }
+    return new KeyIndex(table.io(), resolved.manifest(),
+        new IndexManifest(1, m.parts(), m.base(), deltas, m.baseEntries(), entries, bytes), cache);
+  }
+
+  /**
+   * Writes a moves delta (a compaction's new row locations) to go in a maintenance commit's
+   * summary as {@link #MOVES}; returns its location.
+   */
+  public static String writeMoves(Table table, IndexEntries moves, IndexCache cache) {
+    String path = directory(table) + UUID.randomUUID() + "-moves.bin";
+    IndexFile.write(table.io(), path, moves);
+    cache.put(path, moves);
+    return path;
+  }
+
+  public IndexManifest manifest() {
+    return manifest;
+  }
+
+  public String location() {
+    return location;
+  }
+
+  /**
+   * The entries of these keys (by {@link IndexKeys#encode}) that have live rows; the parts they
+   * fall in are read in parallel (or come from the cache). A damaged file throws
+   * {@link DamagedIndexException}.
+   */
+  public Map<IndexEntries.ByteKey, IndexEntries.Entry> lookup(Collection<byte[]> keys, ExecutorService pool) {
+    List<IndexEntries> deltas = new ArrayList<>();
+    for (String delta : manifest.deltas()) {
+      deltas.add(load(delta));
+    }
+    Map<Integer, List<byte[]>> byPart = new HashMap<>();
+    for (byte[] key : keys) {
+      byPart.computeIfAbsent(IndexKeys.part(key, manifest.parts()), p -> new ArrayList<>()).add(key);
+    }
+    List<Future<List<IndexEntries.Entry>>> reads = new ArrayList<>();
+    for (Map.Entry<Integer, List<byte[]>> part : byPart.entrySet()) {
+      reads.add(pool.submit(() -> lookupInPart(part.getKey(), part.getValue(), deltas)));
+    }
+    Map<IndexEntries.ByteKey, IndexEntries.Entry> found = new HashMap<>();
+    for (Future<List<IndexEntries.Entry>> read : reads) {
+      for (IndexEntries.Entry e : dev.ddb2iceberg.util.Futures.join(read, "reading the key index")) {
+        found.put(new IndexEntries.ByteKey(e.key()), e);
+      }
+    }
+    return found;
+  }
+
+  private List<IndexEntries.Entry> lookupInPart(int part, List<byte[]> keys, List<IndexEntries> deltas) {
+    String basePath = manifest.base().get(part);
+    IndexEntries base = basePath == null ? IndexEntries.EMPTY : load(basePath);
+    List<IndexEntries.Entry> out = new ArrayList<>();
+    for (byte[] key : keys) {
+      IndexEntries.Entry e = null;
+      for (int d = deltas.size() - 1; d >= 0 && e == null; d--) {
+        e = deltas.get(d).find(key);
+      }
+      if (e == null) {
+        e = base.find(key);
+      }
+      if (e != null && !e.isTombstone()) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  private IndexEntries load(String path) {
+    return cache.get(path, p -> IndexFile.read(io, p));
+  }
+
+  /** Files a new index version wrote, so a commit that does not land can remove them. */
+  public record Written(String manifest, List<String> files) {}
+
+  /**
+   * The next version: this one plus {@code changes} (this commit's entries and tombstones) as a
+   * new delta, or, past {@link #MAX_DELTAS}, with all deltas folded into the parts they touch.
+   */
+  public Written withChanges(Table table, IndexEntries changes, ExecutorService pool) {
+    String dir = directory(table);
+    String id = UUID.randomUUID().toString();
+    List<String> written = new ArrayList<>();
+    if (manifest.deltas().size() + 1 <= MAX_DELTAS) {
+      String delta = dir + id + "-delta.bin";
+      IndexFile.write(io, delta, changes);
+      cache.put(delta, changes);
+      written.add(delta);
+      List<String> deltas = new ArrayList<>(manifest.deltas());
+      deltas.add(delta);
+      long bytes = manifest.bytes() + io.newInputFile(delta).getLength();
+      IndexManifest next = new IndexManifest(1, manifest.parts(), manifest.base(), deltas, manifest.baseEntries(),
+          manifest.deltaEntries() + changes.size(), bytes);
+      return finish(next, dir + id + "-manifest.json", written);
+    }
+    // Fold: every delta (and the new changes), part by part, over the parts' base files.
+    List<IndexEntries> layers = new ArrayList<>();
+    manifest.deltas().forEach(d -> layers.add(load(d)));
+    layers.add(changes);
+    Map<Integer, List<IndexEntries.Entry>> byPart = new HashMap<>();
+    for (IndexEntries layer : layers) {
+      for (int i = 0; i < layer.size(); i++) {
+        IndexEntries.Entry e = layer.entry(i);
+        byPart.computeIfAbsent(IndexKeys.part(e.key(), manifest.parts()), p -> new ArrayList<>()).add(e);
+      }
+    }
+    List<String> base = new ArrayList<>(manifest.base());
+    List<Future<long[]>> folds = new ArrayList<>();
+    for (Map.Entry<Integer, List<IndexEntries.Entry>> part : byPart.entrySet()) {
+      int p = part.getKey();
+      String path = dir + id + "-part-" + p + ".bin";
+      written.add(path);
+      String old = base.get(p);
+      base.set(p, path);
+      folds.add(pool.submit(() -> {
+        IndexEntries.Builder newer = new IndexEntries.Builder();
+        part.getValue().forEach(newer::add); // in layer order: the newest entry of a key wins
+        IndexEntries folded = (old == null ? IndexEntries.EMPTY : load(old)).overlay(List.of(newer.build()), false);
+        IndexFile.write(io, path, folded);
+        cache.put(path, folded);
+        return new long[] {old == null ? 0 : load(old).size(), folded.size()};
+      }));
+    }
+    long entries = manifest.baseEntries();
+    for (Future<long[]> f : folds) {
+      long[] counts = dev.ddb2iceberg.util.Futures.join(f, "folding key index deltas");
+      entries += counts[1] - counts[0];
+    }
+    IndexManifest next = new IndexManifest(1, manifest.parts(), base, List.of(), entries, 0, sizeOf(base));
+    return finish(next, dir + id + "-manifest.json", written);
+  }
+
+  /** A new index holding exactly {@code entries} (a rebuild from the table), in {@code parts} parts. */
+  public static Written build(Table table, IndexEntries entries, int parts, IndexCache cache, ExecutorService pool) {
+    String dir = directory(table);
+    String id = UUID.randomUUID().toString();
+    List<IndexEntries.Builder> builders = new ArrayList<>();
+    for (int p = 0; p < parts; p++) {
+      builders.add(new IndexEntries.Builder());
+    }
+    for (int i = 0; i < entries.size(); i++) {
+      IndexEntries.Entry e = entries.entry(i);
+      if (!e.isTombstone()) {
+        builders.get(IndexKeys.part(e.key(), parts)).add(e);
+      }
+    }
+    List<String> base = new ArrayList<>();
+    List<String> written = new ArrayList<>();
+    List<Future<?>> writes = new ArrayList<>();
+    long count = 0;
+    for (int p = 0; p < parts; p++) {
+      IndexEntries.Builder b = builders.get(p);
+      if (b.size() == 0) {
+        base.add(null);
+        continue;
+      }
+      count += b.size();
+      String path = dir + id + "-part-" + p + ".bin";
+      base.add(path);
+      written.add(path);
+      writes.add(pool.submit(() -> {
+        IndexEntries built = b.build();
+        IndexFile.write(table.io(), path, built);
+        cache.put(path, built);
+      }));
+    }
+    writes.forEach(w -> dev.ddb2iceberg.util.Futures.join(w, "writing the key index"));
+    KeyIndex none = new KeyIndex(table.io(), null, null, cache);
+    IndexManifest m = new IndexManifest(1, parts, base, List.of(), count, 0, none.sizeOf(base));
+    return none.finish(m, dir + id + "-manifest.json", written);
+  }
+
+  private Written finish(IndexManifest next, String manifestPath, List<String> written) {
+    next.write(io, manifestPath);
+    List<String> files = new ArrayList<>(written);
+    files.add(manifestPath);
+    return new Written(manifestPath, files);
+  }
+
+  private long sizeOf(List<String> base) {
+    long bytes = 0;
+    for (String p : base) {
+      if (p != null) {
+        bytes += io.newInputFile(p).getLength();
+      }
+    }
+    return bytes;
+  }
+
+  static String directory(Table table) {
+    String location = table.location();
+    return (location.endsWith("/") ? location : location + "/") + "key-index/";
+  }
+}

@@ -1,0 +1,197 @@
+package dev.ddb2iceberg.merge;
+
+import dev.ddb2iceberg.index.DamagedIndexException;
+import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.index.IndexEntries;
+import dev.ddb2iceberg.index.IndexKeys;
+import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TaskRows;
+import dev.ddb2iceberg.util.Futures;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.util.ContentFileUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Finds live rows through the {@link KeyIndex} the base snapshot names, so a merge reads index
+ * parts of the keys it changes instead of data files; records this commit's rows as a delta of
+ * the index. One instance serves one commit attempt.
+ *
+ * <p>The index is trusted only when the base snapshot's own summary names it and every data file
+ * it points a key to is live in that snapshot. Otherwise (a table written by another tool or an
+ * older version, a commit by maintenance, a lost or damaged index file) the index is rebuilt from
+ * the key columns of every data file, with one log line saying why, and the commit writes the
+ * rebuilt index.
+ */
+final class IndexLookup implements LiveRowLookup {
+  private static final Logger LOG = LoggerFactory.getLogger(IndexLookup.class);
+
+  private final ExecutorService pool;
+  private final IndexCache cache;
+  private final int parts;
+  private KeyIndex index; // the base snapshot's index, when trusted
+  private IndexEntries rebuilt = IndexEntries.empty(); // every entry of the base snapshot, when rebuilt
+
+  IndexLookup(ExecutorService pool, IndexCache cache, int parts) {
+    this.pool = pool;
+    this.cache = cache;
+    this.parts = parts;
+  }
+
+  @Override
+  public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
+    if (snapshotId == null) {
+      return Found.NOTHING; // a new table: its index starts with this commit
+    }
+    Snapshot snapshot = table.snapshot(snapshotId);
+    Map<String, FileScanTask> tasks = plan(table, snapshotId);
+    Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>();
+    for (List<Object> key : keys) {
+      byBytes.put(new IndexEntries.ByteKey(IndexKeys.encode(key)), key);
+    }
+    List<byte[]> encoded = byBytes.keySet().stream().map(IndexEntries.ByteKey::bytes).toList();
+
+    Map<IndexEntries.ByteKey, IndexEntries.Entry> hits = null;
+    String why = null;
+    KeyIndex.Resolved resolved = KeyIndex.resolve(table, snapshot);
+    String manifest = resolved.manifest();
+    if (manifest == null) {
+      why = resolved.why();
+    } else {
+      try {
+        index = KeyIndex.open(table, resolved, cache);
+        hits = index.lookup(encoded, pool);
+        for (IndexEntries.Entry e : hits.values()) {
+          if (!tasks.containsKey(e.file())) {
+            why = "key index " + manifest + " points a key to data file " + e.file() + ", which snapshot "
+                + snapshotId + " does not hold";
+            break;
+          }
+        }
+      } catch (DamagedIndexException damaged) {
+        why = damaged.getMessage();
+      }
+    }
+    int filesRead = 0;
+    if (why != null) {
+      LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(), why);
+      index = null;
+      rebuilt = readAll(table, layout, tasks.values());
+      filesRead = tasks.size();
+      hits = new HashMap<>();
+      for (byte[] key : encoded) {
+        IndexEntries.Entry e = rebuilt.find(key);
+        if (e != null) {
+          hits.put(new IndexEntries.ByteKey(key), e);
+        }
+      }
+    }
+
+    Map<List<Object>, List<LiveRow>> rows = new HashMap<>();
+    Map<String, Long> liveRowsByFile = new HashMap<>();
+    for (Map.Entry<IndexEntries.ByteKey, IndexEntries.Entry> hit : hits.entrySet()) {
+      IndexEntries.Entry e = hit.getValue();
+      FileScanTask task = tasks.get(e.file());
+      rows.put(byBytes.get(hit.getKey()), List.of(new LiveRow(task, e.position(),
+          SequenceNumbers.pad(e.sequence().toString()))));
+      Long live = liveRows(task);
+      if (live != null) {
+        liveRowsByFile.put(e.file(), live);
+      }
+    }
+    return new Found(rows, liveRowsByFile, tasks.size(), filesRead);
+  }
+
+  @Override
+  public Recorded record(Table table, TableLayout layout, List<MergeWriter.RowLocation> written,
+      Collection<List<Object>> removed) {
+    IndexEntries.Builder changes = new IndexEntries.Builder();
+    for (MergeWriter.RowLocation r : written) {
+      changes.add(new IndexEntries.Entry(IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(),
+          new BigInteger((String) r.row().getField(TableLayout.SEQ))));
+    }
+    for (List<Object> key : removed) {
+      changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
+    }
+    KeyIndex.Written next = index != null
+        ? index.withChanges(table, changes.build(), pool)
+        : KeyIndex.build(table, rebuilt.overlay(List.of(changes.build()), false), parts, cache, pool);
+    return new Recorded(Map.of(KeyIndex.PROPERTY, next.manifest()), next.files());
+  }
+
+  /** The snapshot's data files, with their deletes, by location. */
+  private static Map<String, FileScanTask> plan(Table table, long snapshotId) {
+    Map<String, FileScanTask> tasks = new HashMap<>();
+    try (CloseableIterable<FileScanTask> planned = table.newScan().useSnapshot(snapshotId).planFiles()) {
+      planned.forEach(t -> tasks.put(t.file().location(), t));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return tasks;
+  }
+
+  /**
+   * Live rows of a data file when its deletes make that certain: none, or exactly one file-scoped
+   * delete file or deletion vector (whose count is the file's deleted positions). Null otherwise.
+   */
+  private static Long liveRows(FileScanTask task) {
+    List<DeleteFile> deletes = task.deletes();
+    if (deletes.isEmpty()) {
+      return task.file().recordCount();
+    }
+    if (deletes.size() == 1 && deletes.get(0).content() == FileContent.POSITION_DELETES
+        && task.file().location().equals(ContentFileUtil.referencedDataFileLocation(deletes.get(0)))) {
+      return task.file().recordCount() - deletes.get(0).recordCount();
+    }
+    return null;
+  }
+
+  /** Every live row's entry, from the key columns of every data file (read in parallel). */
+  private IndexEntries readAll(Table table, TableLayout layout, Collection<FileScanTask> tasks) {
+    Schema schema = table.schema();
+    List<org.apache.iceberg.types.Types.NestedField> projected = new ArrayList<>();
+    layout.keyNames().forEach(k -> projected.add(schema.findField(k)));
+    projected.add(schema.findField(TableLayout.SEQ));
+    projected.add(MetadataColumns.ROW_POSITION);
+    Schema projection = new Schema(projected);
+    List<Future<List<IndexEntries.Entry>>> reads = new ArrayList<>();
+    for (FileScanTask task : tasks) {
+      reads.add(pool.submit(() -> {
+        List<IndexEntries.Entry> out = new ArrayList<>();
+        try (CloseableIterable<Record> rows = TaskRows.read(table, task, projection)) {
+          for (Record row : rows) {
+            out.add(new IndexEntries.Entry(IndexKeys.encode(layout.keyOf(row)), task.file().location(),
+                (Long) row.getField(MetadataColumns.ROW_POSITION.name()),
+                new BigInteger((String) row.getField(TableLayout.SEQ))));
+          }
+        }
+        return out;
+      }));
+    }
+    IndexEntries.Builder all = new IndexEntries.Builder();
+    for (Future<List<IndexEntries.Entry>> read : reads) {
+      Futures.join(read, "rebuilding the key index").forEach(all::add);
+    }
+    return all.build();
+  }
+}
