@@ -52,6 +52,13 @@ public final class MergeThroughput {
   private static final int CHANGES = Integer.getInteger("bench.changes", 100_000);
   /** A run's bound ({@code -Dbench.maxPerRun}; default: all changes in one run). */
   private static final int MAX_PER_RUN = Integer.getInteger("bench.maxPerRun", CHANGES);
+  /**
+   * Changes merged (untimed) before the measured merge ({@code -Dbench.primeChanges}, default 0):
+   * the steady state of a warm merger, and with the key index on, the index's first build.
+   */
+  private static final int PRIME = Integer.getInteger("bench.primeChanges", 0);
+  private static final String MODE = ("on".equals(System.getProperty("bench.keyIndex", "off")) ? ", key index" : "")
+      + (PRIME > 0 ? ", warm" : "");
   private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
 
   public static void main(String[] args) throws Exception {
@@ -77,8 +84,8 @@ public final class MergeThroughput {
       for (double[] r : results) {
         System.out.printf("%-12s %-14.2f %-14s%n", String.format("%,d", (long) r[0]), r[1],
             String.format("%,.0f", CHANGES / r[1]));
-        Results.report(String.format("merger: %,d mixed changes into a %,d-row table, %s, %d cores", CHANGES,
-            (long) r[0], runs, cores), ">= 100,000 changes/s per core", String.format("%,.0f changes/s (%,.0f per core,"
+        Results.report(String.format("merger: %,d mixed changes into a %,d-row table, %s, %d cores%s", CHANGES,
+            (long) r[0], runs, cores, MODE), ">= 100,000 changes/s per core", String.format("%,.0f changes/s (%,.0f per core,"
             + " %.2f s)", CHANGES / r[1], CHANGES / r[1] / cores, r[1]));
         // The merger's memory bound: the run completing in a heap this size shows it needs no more.
         // (Heap "in use" is no measure: a JVM lets garbage pile up to whatever maximum it is given.)
@@ -90,8 +97,8 @@ public final class MergeThroughput {
       if (results.size() > 1) {
         double ratio = results.get(results.size() - 1)[1] / results.get(0)[1];
         System.out.printf("time ratio largest/smallest: %.2f%n", ratio);
-        Results.report(String.format("merge time ratio, %,d / %,d rows", (long) results.get(results.size() - 1)[0],
-            (long) results.get(0)[0]), "<= 1.5", String.format("%.2f", ratio));
+        Results.report(String.format("merge time ratio, %,d / %,d rows%s", (long) results.get(results.size() - 1)[0],
+            (long) results.get(0)[0], MODE), "<= 1.5", String.format("%.2f", ratio));
       }
     } finally {
       deleteRecursively(dir);
@@ -130,23 +137,28 @@ public final class MergeThroughput {
 
     Random random = new Random(rows);
     BatchStager stager = new BatchStager(store);
-    List<Change> batch = new ArrayList<>();
-    for (int i = 0; i < changes; i++) {
-      int kind = random.nextInt(10);
-      long n = kind == 0 ? rows + i : (long) (random.nextDouble() * rows); // 10% new items
-      batch.add(change(n, kind < 8 ? (kind == 0 ? Operation.INSERT : Operation.MODIFY) : Operation.REMOVE, i + 1, random));
-      if (batch.size() == 10_000) {
-        stager.stage(StreamEvents.batch(batch).getRecords());
-        batch.clear();
+    // -Dbench.keyIndex=on: find live rows through the key index instead of the key columns.
+    boolean keyIndex = "on".equals(System.getProperty("bench.keyIndex", "off"));
+    MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8, keyIndex, 64,
+        MergeOptions.DEFAULTS.keyIndexCacheBytes());
+    if (PRIME > 0) {
+      // The steady state: a first merge (untimed as the steady state; with the index on, it builds
+      // the index from the bulk-loaded table, as after an upgrade) leaves a warm container.
+      stage(stager, rows, PRIME, 0, random);
+      long p0 = System.nanoTime();
+      MergeResult primed = new Merger(catalog, tableSettings, store, options).run();
+      double primeSeconds = (System.nanoTime() - p0) / 1e9;
+      System.out.printf("priming merge of %,d changes: %.2f s (%s)%n", PRIME, primeSeconds, primed);
+      table.refresh();
+      if (keyIndex) {
+        var status = dev.ddb2iceberg.ops.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
+            java.time.Clock.systemUTC()).keyIndex();
+        Results.report(String.format("key index build from a %,d-row table (first merge with KEY_INDEX=on)", rows),
+            "-", String.format("%.1f s; %,d bytes in S3 (%.1f bytes per row)", primeSeconds, status.bytes(),
+                (double) status.bytes() / rows));
       }
     }
-
-    if (!batch.isEmpty()) {
-      stager.stage(StreamEvents.batch(batch).getRecords());
-    }
-    // -Dbench.keyIndex=on: find live rows through the key index instead of the key columns.
-    MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8,
-        "on".equals(System.getProperty("bench.keyIndex", "off")), 64, MergeOptions.DEFAULTS.keyIndexCacheBytes());
+    stage(stager, rows, changes, PRIME, random);
     // -Dbench.jfr=<file>: a JFR profile of the merge alone (not of the load), for `jfr view hot-methods`.
     String jfr = System.getProperty("bench.jfr");
     jdk.jfr.Recording recording = null;
@@ -176,6 +188,24 @@ public final class MergeThroughput {
     }
     System.out.printf("%,d rows: %s%n", rows, result);
     return seconds;
+  }
+
+  /** Stages {@code count} mixed changes with sequence offsets after {@code seqFrom}. */
+  private static void stage(BatchStager stager, long rows, int count, int seqFrom, Random random) {
+    List<Change> batch = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      int kind = random.nextInt(10);
+      long n = kind == 0 ? rows + seqFrom + i : (long) (random.nextDouble() * rows); // 10% new items
+      batch.add(change(n, kind < 8 ? (kind == 0 ? Operation.INSERT : Operation.MODIFY) : Operation.REMOVE,
+          seqFrom + i + 1, random));
+      if (batch.size() == 10_000) {
+        stager.stage(StreamEvents.batch(batch).getRecords());
+        batch.clear();
+      }
+    }
+    if (!batch.isEmpty()) {
+      stager.stage(StreamEvents.batch(batch).getRecords());
+    }
   }
 
   /** Item n: partition key cust-(n/10), sort key n, and ~600 bytes of attributes. */
