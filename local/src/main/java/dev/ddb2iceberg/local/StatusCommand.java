@@ -11,11 +11,9 @@ import java.time.Clock;
 import java.util.concurrent.Callable;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.jdbc.UncheckedSQLException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import software.amazon.awssdk.core.exception.SdkClientException;
 
 /**
  * {@code status [--json]}: the table at a glance, with the Maintenance function's settings from the
@@ -36,19 +34,12 @@ final class StatusCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     SamTemplate.Function function = SamTemplate.read(stack.template).function("Maintenance");
     MaintenanceSettings settings = MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
-    TableStatus status;
-    try {
+    TableStatus status = LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> {
       Catalog catalog = settings.catalog().load();
-      status = MaintenanceHandler.status(settings,
+      return MaintenanceHandler.status(settings,
           TableCreator.loadIfExists(catalog, TableIdentifier.of(settings.table().namespace(), settings.table().name())),
           Clock.systemUTC());
-    } catch (UncheckedSQLException noCatalog) {
-      throw new UserError("cannot open the catalog " + settings.catalog().properties().get("uri") + " ("
-          + noCatalog.getMessage() + "); for the local stack, start it first with ./ddb2iceberg up");
-    } catch (SdkClientException unreachable) {
-      throw new UserError("cannot reach S3" + (settings.s3().endpoint() == null ? "" : " at " + settings.s3().endpoint())
-          + " (" + unreachable.getMessage() + "); for the local stack, start it first with ./ddb2iceberg up");
-    }
+    });
     spec.commandLine().getOut().print(json
         ? new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(status) + "\n"
         : status.text());
