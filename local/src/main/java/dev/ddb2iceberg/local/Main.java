@@ -7,11 +7,12 @@ import picocli.CommandLine.Command;
 /**
  * The local runtime: the whole pipeline on a laptop with only Java, no Docker and no AWS account.
  * {@code demo} runs it end to end, {@code invoke} runs one function on an event file the way
- * {@code sam local invoke} does, {@code up} keeps an S3-compatible server and a catalog running.
+ * {@code sam local invoke} does, {@code up} keeps an S3-compatible server and a catalog running,
+ * {@code status} and {@code get} show the table and one item of it.
  */
 @Command(name = "ddb2iceberg", mixinStandardHelpOptions = true, version = "ddb2iceberg 0.1.0",
     description = "Runs the DynamoDB-to-Iceberg pipeline locally.",
-    subcommands = {DemoCommand.class, InvokeCommand.class, UpCommand.class, StatusCommand.class,
+    subcommands = {DemoCommand.class, InvokeCommand.class, UpCommand.class, StatusCommand.class, GetCommand.class,
         LoadExportCommand.class})
 public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -92,6 +92,11 @@ public final class TableLayout {
     return keyNames;
   }
 
+  /** The DynamoDB type of key attribute {@code name}: S, N or B. */
+  public String keyDdbType(String name) {
+    return keyDdbTypes.get(name);
+  }
+
   /** The key of a change as column values, or null when a key value does not fit its column. */
   public List<Object> keyOf(Change c) {
     Object[] key = new Object[keyNames.size()];
