@@ -206,6 +206,9 @@ final class PipelineHarness {
   private void merge(boolean withFaults) {
     int mode = withFaults ? random.nextInt(100) : 99;
     MergeOptions options = random.nextInt(4) == 0 ? defaults.withMaxChanges(1 + random.nextInt(80)) : defaults;
+    if (random.nextInt(3) == 0) {
+      options = options.withoutKeyIndexCache(); // a new container: the index comes from storage, damage and all
+    }
     boolean tableExists = catalog.tableExists(id);
     Catalog mergeCatalog = catalog;
     String kind = "merge";

@@ -91,6 +91,9 @@ public final class KeyIndex {
    * no kept snapshot names are orphans. A manifest that cannot be read keeps only itself.
    */
   public static List<String> filesOf(Table table, Snapshot snapshot) {
+    if (snapshot == null) {
+      return List.of();
+    }
     String manifest = manifestOf(snapshot);
     String moves = snapshot.summary().get(MOVES);
     if (moves != null && !NO_MOVES.equals(moves)) {

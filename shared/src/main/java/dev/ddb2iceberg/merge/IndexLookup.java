@@ -49,6 +49,7 @@ final class IndexLookup implements LiveRowLookup {
   private final ExecutorService pool;
   private final IndexCache cache;
   private final int parts;
+  private Long baseSnapshotId;
   private KeyIndex index; // the base snapshot's index, when trusted
   private IndexEntries rebuilt = IndexEntries.empty(); // every entry of the base snapshot, when rebuilt
 
@@ -63,6 +64,7 @@ final class IndexLookup implements LiveRowLookup {
     if (snapshotId == null) {
       return Found.NOTHING; // a new table: its index starts with this commit
     }
+    baseSnapshotId = snapshotId;
     Snapshot snapshot = table.snapshot(snapshotId);
     Map<String, FileScanTask> tasks = plan(table, snapshotId);
     Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>();
@@ -133,9 +135,22 @@ final class IndexLookup implements LiveRowLookup {
     for (List<Object> key : removed) {
       changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
     }
-    KeyIndex.Written next = index != null
-        ? index.withChanges(table, changes.build(), pool)
-        : KeyIndex.build(table, rebuilt.overlay(List.of(changes.build()), false), parts, cache, pool);
+    IndexEntries delta = changes.build();
+    KeyIndex.Written next = null;
+    if (index != null) {
+      try {
+        next = index.withChanges(table, delta, pool);
+      } catch (DamagedIndexException damaged) {
+        // Folding deltas reads parts this run's lookups did not need; one of them is damaged.
+        Map<String, FileScanTask> tasks = plan(table, baseSnapshotId);
+        LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(),
+            damaged.getMessage());
+        rebuilt = readAll(table, layout, tasks.values());
+      }
+    }
+    if (next == null) {
+      next = KeyIndex.build(table, rebuilt.overlay(List.of(delta), false), parts, cache, pool);
+    }
     return new Recorded(Map.of(KeyIndex.PROPERTY, next.manifest()), next.files());
   }
 

@@ -47,8 +47,17 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
         keyIndexCacheBytes);
   }
 
+  /** With no cache: every run reads the index from storage, as a new container does. */
+  public MergeOptions withoutKeyIndexCache() {
+    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts, 0);
+  }
+
   /** How this run finds live rows. */
   LiveRowLookup lookup(java.util.concurrent.ExecutorService pool) {
-    return keyIndex ? new IndexLookup(pool, IndexCache.shared(keyIndexCacheBytes), keyIndexParts) : new ScanLookup(pool);
+    if (!keyIndex) {
+      return new ScanLookup(pool);
+    }
+    IndexCache cache = keyIndexCacheBytes == 0 ? new IndexCache(0) : IndexCache.shared(keyIndexCacheBytes);
+    return new IndexLookup(pool, cache, keyIndexParts);
   }
 }

@@ -14,6 +14,7 @@ import dev.ddb2iceberg.embedded.LogCapture;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
@@ -275,6 +276,41 @@ class KeyIndexTest {
     var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(1 << 20))
         .manifest();
     assertTrue(manifest.deltas().size() < KeyIndex.MAX_DELTAS, "deltas were folded: " + manifest);
+    assertIndexAgreesWithScan(w, 160);
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aDamagedPartMetOnlyWhenFoldingDeltasIsRebuiltNotAFailedRunForever() {
+    KeyedWorkload w = new KeyedWorkload(18, 150);
+    stage(w.next(150));
+    merge();
+    for (int run = 1; run <= KeyIndex.MAX_DELTAS; run++) {
+      stage(w.next(20));
+      merge();
+    }
+    // The next merge folds the deltas; its own one change reads a single part, so lose another.
+    Change next = w.upsert(3, Operation.MODIFY);
+    TableLayout layout = TableLayout.of(table());
+    int itsPart = IndexKeys.part(IndexKeys.encode(layout.keyOf(next)), 8);
+    var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0)).manifest();
+    assertEquals(KeyIndex.MAX_DELTAS, manifest.deltas().size(), "the next merge folds");
+    String lost = null;
+    for (int p = 0; p < manifest.parts() && lost == null; p++) {
+      if (p != itsPart && manifest.base().get(p) != null) {
+        lost = manifest.base().get(p);
+      }
+    }
+    table().io().deleteFile(lost);
+    stage(List.of(next));
+    try (LogCapture logs = LogCapture.json()) {
+      MergeResult r = new Merger(catalog, settings.table(), store, settings.options().withoutKeyIndexCache()).run();
+      assertNotNull(r.snapshotId(), "the run commits, with a rebuilt index");
+      String missing = lost;
+      assertTrue(logs.all().stream().map(l -> l.path("message").asText())
+          .anyMatch(m -> m.startsWith("Rebuilding the key index") && m.contains(missing)),
+          () -> "a log line names the lost part: " + logs.all());
+    }
     assertIndexAgreesWithScan(w, 160);
     assertTableEqualsModel();
   }
