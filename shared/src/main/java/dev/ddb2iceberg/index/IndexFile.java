@@ -24,10 +24,13 @@ final class IndexFile {
 
   private IndexFile() {}
 
-  static void write(FileIO io, String location, IndexEntries entries) {
+  /** Writes the file; returns its size in storage (so no request is needed to learn it). */
+  static long write(FileIO io, String location, IndexEntries entries) {
     OutputFile file = io.newOutputFile(location);
-    try (OutputStream raw = file.createOrOverwrite();
-        GZIPOutputStream gzip = new GZIPOutputStream(raw, 1 << 16)) {
+    CountingOutputStream raw;
+    try (CountingOutputStream counted = new CountingOutputStream(file.createOrOverwrite());
+        GZIPOutputStream gzip = new GZIPOutputStream(counted, 1 << 16)) {
+      raw = counted;
       ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
       writeInt(buf, MAGIC);
       Varints.write(buf, entries.size());
@@ -56,6 +59,28 @@ final class IndexFile {
       buf.writeTo(gzip);
     } catch (IOException e) {
       throw new UncheckedIOException("could not write key index file " + location, e);
+    }
+    return raw.count;
+  }
+
+  /** Counts the bytes that pass, for the size of a file just written. */
+  private static final class CountingOutputStream extends java.io.FilterOutputStream {
+    long count;
+
+    CountingOutputStream(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+      count++;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+      count += len;
     }
   }
 

@@ -218,15 +218,14 @@ public final class KeyIndex {
     List<String> written = new ArrayList<>();
     if (manifest.deltas().size() + 1 <= MAX_DELTAS) {
       String delta = dir + id + "-delta.bin";
-      IndexFile.write(io, delta, changes);
+      long bytes = manifest.bytes() + IndexFile.write(io, delta, changes);
       cache.put(delta, changes);
       written.add(delta);
       List<String> deltas = new ArrayList<>(manifest.deltas());
       deltas.add(delta);
-      long bytes = manifest.bytes() + io.newInputFile(delta).getLength();
       IndexManifest next = new IndexManifest(1, manifest.parts(), manifest.base(), deltas, manifest.baseEntries(),
           manifest.deltaEntries() + changes.size(), bytes);
-      return finish(next, dir + id + "-manifest.json", written);
+      return finish(io, next, dir + id + "-manifest.json", written);
     }
     // Fold: every delta (and the new changes), part by part, over the parts' base files.
     List<IndexEntries> layers = new ArrayList<>();
@@ -250,10 +249,11 @@ public final class KeyIndex {
       folds.add(pool.submit(() -> {
         IndexEntries.Builder newer = new IndexEntries.Builder();
         part.getValue().forEach(newer::add); // in layer order: the newest entry of a key wins
-        IndexEntries folded = (old == null ? IndexEntries.EMPTY : load(old)).overlay(List.of(newer.build()), false);
+        IndexEntries before = old == null ? IndexEntries.EMPTY : load(old);
+        IndexEntries folded = before.overlay(List.of(newer.build()), false);
         IndexFile.write(io, path, folded);
         cache.put(path, folded);
-        return new long[] {old == null ? 0 : load(old).size(), folded.size()};
+        return new long[] {before.size(), folded.size()};
       }));
     }
     long entries = manifest.baseEntries();
@@ -261,8 +261,8 @@ public final class KeyIndex {
       long[] counts = dev.ddb2iceberg.util.Futures.join(f, "folding key index deltas");
       entries += counts[1] - counts[0];
     }
-    IndexManifest next = new IndexManifest(1, manifest.parts(), base, List.of(), entries, 0, sizeOf(base));
-    return finish(next, dir + id + "-manifest.json", written);
+    IndexManifest next = new IndexManifest(1, manifest.parts(), base, List.of(), entries, 0, sizeOf(io, base));
+    return finish(io, next, dir + id + "-manifest.json", written);
   }
 
   /** A new index holding exactly {@code entries} (a rebuild from the table), in {@code parts} parts. */
@@ -281,7 +281,7 @@ public final class KeyIndex {
     }
     List<String> base = new ArrayList<>();
     List<String> written = new ArrayList<>();
-    List<Future<?>> writes = new ArrayList<>();
+    List<Future<Long>> writes = new ArrayList<>();
     long count = 0;
     for (int p = 0; p < parts; p++) {
       IndexEntries.Builder b = builders.get(p);
@@ -295,24 +295,27 @@ public final class KeyIndex {
       written.add(path);
       writes.add(pool.submit(() -> {
         IndexEntries built = b.build();
-        IndexFile.write(table.io(), path, built);
         cache.put(path, built);
+        return IndexFile.write(table.io(), path, built);
       }));
     }
-    writes.forEach(w -> dev.ddb2iceberg.util.Futures.join(w, "writing the key index"));
-    KeyIndex none = new KeyIndex(table.io(), null, null, cache);
-    IndexManifest m = new IndexManifest(1, parts, base, List.of(), count, 0, none.sizeOf(base));
-    return none.finish(m, dir + id + "-manifest.json", written);
+    long bytes = 0;
+    for (Future<Long> w : writes) {
+      bytes += dev.ddb2iceberg.util.Futures.join(w, "writing the key index");
+    }
+    IndexManifest m = new IndexManifest(1, parts, base, List.of(), count, 0, bytes);
+    return finish(table.io(), m, dir + id + "-manifest.json", written);
   }
 
-  private Written finish(IndexManifest next, String manifestPath, List<String> written) {
+  private static Written finish(FileIO io, IndexManifest next, String manifestPath, List<String> written) {
     next.write(io, manifestPath);
     List<String> files = new ArrayList<>(written);
     files.add(manifestPath);
     return new Written(manifestPath, files);
   }
 
-  private long sizeOf(List<String> base) {
+  /** Size of the parts in storage (a fold keeps parts it did not touch, whose sizes the manifest does not keep). */
+  private static long sizeOf(FileIO io, List<String> base) {
     long bytes = 0;
     for (String p : base) {
       if (p != null) {
