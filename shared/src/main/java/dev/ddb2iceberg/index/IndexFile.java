@@ -42,12 +42,12 @@ final class IndexFile {
         buf.writeBytes(b);
       }
       for (int i = 0; i < entries.size(); i++) {
-        IndexEntries.Entry e = entries.entry(i);
-        Varints.write(buf, e.key().length);
-        buf.writeBytes(e.key());
+        byte[] key = entries.key(i);
+        Varints.write(buf, key.length);
+        buf.writeBytes(key);
         Varints.write(buf, entries.fileRef(i) + 1L); // 0: tombstone
-        Varints.write(buf, e.position());
-        byte[] seq = e.sequence().toByteArray();
+        Varints.write(buf, entries.position(i));
+        byte[] seq = entries.sequence(i);
         Varints.write(buf, seq.length);
         buf.writeBytes(seq);
         if (buf.size() > (1 << 16)) {

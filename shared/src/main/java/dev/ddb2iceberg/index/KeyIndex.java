@@ -216,7 +216,9 @@ public final class KeyIndex {
     String dir = directory(table);
     String id = UUID.randomUUID().toString();
     List<String> written = new ArrayList<>();
-    if (manifest.deltas().size() + 1 <= MAX_DELTAS) {
+    // An empty index (a new table's) gets its parts at once, not a delta over nothing.
+    boolean empty = manifest.baseEntries() == 0 && manifest.deltas().isEmpty();
+    if (!empty && manifest.deltas().size() + 1 <= MAX_DELTAS) {
       String delta = dir + id + "-delta.bin";
       long bytes = manifest.bytes() + IndexFile.write(io, delta, changes);
       cache.put(delta, changes);
@@ -250,7 +252,7 @@ public final class KeyIndex {
         IndexEntries.Builder newer = new IndexEntries.Builder();
         part.getValue().forEach(newer::add); // in layer order: the newest entry of a key wins
         IndexEntries before = old == null ? IndexEntries.EMPTY : load(old);
-        IndexEntries folded = before.overlay(List.of(newer.build()), false);
+        IndexEntries folded = before.overlay(newer.build(), false);
         IndexFile.write(io, path, folded);
         cache.put(path, folded);
         return new long[] {before.size(), folded.size()};
@@ -265,46 +267,58 @@ public final class KeyIndex {
     return finish(io, next, dir + id + "-manifest.json", written);
   }
 
-  /** A new index holding exactly {@code entries} (a rebuild from the table), in {@code parts} parts. */
-  public static Written build(Table table, IndexEntries entries, int parts, IndexCache cache, ExecutorService pool) {
-    String dir = directory(table);
-    String id = UUID.randomUUID().toString();
-    List<IndexEntries.Builder> builders = new ArrayList<>();
-    for (int p = 0; p < parts; p++) {
-      builders.add(new IndexEntries.Builder());
+  /** Starts a new index of {@code parts} parts (a rebuild from the table), written part by part. */
+  public static Build newBuild(Table table, int parts, IndexCache cache) {
+    return new Build(table, parts, cache);
+  }
+
+  /**
+   * A new index written one part at a time, so a rebuild holds only the parts it is building (see
+   * {@code IndexRebuild}); it has no manifest of its own: the commit's {@link #withChanges} writes
+   * the first one. Thread-safe.
+   */
+  public static final class Build {
+    private final Table table;
+    private final String prefix;
+    private final IndexCache cache;
+    private final List<String> base;
+    private final List<String> written = new ArrayList<>();
+    private long entries;
+    private long bytes;
+
+    private Build(Table table, int parts, IndexCache cache) {
+      this.table = table;
+      this.prefix = directory(table) + UUID.randomUUID() + "-part-";
+      this.cache = cache;
+      this.base = new ArrayList<>(java.util.Collections.nCopies(parts, (String) null));
     }
-    for (int i = 0; i < entries.size(); i++) {
-      IndexEntries.Entry e = entries.entry(i);
-      if (!e.isTombstone()) {
-        builders.get(IndexKeys.part(e.key(), parts)).add(e);
+
+    /** Writes one part's entries (live rows only); a part never written stays empty. */
+    public void writePart(int part, IndexEntries partEntries) {
+      if (partEntries.size() == 0) {
+        return;
+      }
+      String path = prefix + part + ".bin";
+      long size = IndexFile.write(table.io(), path, partEntries);
+      cache.put(path, partEntries);
+      synchronized (this) {
+        base.set(part, path);
+        written.add(path);
+        entries += partEntries.size();
+        bytes += size;
       }
     }
-    List<String> base = new ArrayList<>();
-    List<String> written = new ArrayList<>();
-    List<Future<Long>> writes = new ArrayList<>();
-    long count = 0;
-    for (int p = 0; p < parts; p++) {
-      IndexEntries.Builder b = builders.get(p);
-      if (b.size() == 0) {
-        base.add(null);
-        continue;
-      }
-      count += b.size();
-      String path = dir + id + "-part-" + p + ".bin";
-      base.add(path);
-      written.add(path);
-      writes.add(pool.submit(() -> {
-        IndexEntries built = b.build();
-        cache.put(path, built);
-        return IndexFile.write(table.io(), path, built);
-      }));
+
+    /** Files written so far, so a commit that does not land can remove them. */
+    public synchronized List<String> files() {
+      return List.copyOf(written);
     }
-    long bytes = 0;
-    for (Future<Long> w : writes) {
-      bytes += dev.ddb2iceberg.util.Futures.join(w, "writing the key index");
+
+    /** The index the parts make, to look keys up in and to commit through {@link #withChanges}. */
+    public synchronized KeyIndex finish() {
+      IndexManifest m = new IndexManifest(1, base.size(), new ArrayList<>(base), List.of(), entries, 0, bytes); // null: an empty part
+      return new KeyIndex(table.io(), "(rebuilt, not committed yet)", m, cache);
     }
-    IndexManifest m = new IndexManifest(1, parts, base, List.of(), count, 0, bytes);
-    return finish(table.io(), m, dir + id + "-manifest.json", written);
   }
 
   private static Written finish(FileIO io, IndexManifest next, String manifestPath, List<String> written) {

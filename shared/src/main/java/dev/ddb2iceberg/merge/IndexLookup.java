@@ -49,20 +49,24 @@ final class IndexLookup implements LiveRowLookup {
   private final ExecutorService pool;
   private final IndexCache cache;
   private final int parts;
+  private final long buildMemoryBytes;
   private Long baseSnapshotId;
-  private KeyIndex index; // the base snapshot's index, when trusted
-  private IndexEntries rebuilt = IndexEntries.empty(); // every entry of the base snapshot, when rebuilt
+  private KeyIndex index; // the base snapshot's index: trusted, or rebuilt
+  private final List<String> rebuiltFiles = new ArrayList<>(); // parts a rebuild wrote, committed with the next version
 
-  IndexLookup(ExecutorService pool, IndexCache cache, int parts) {
+  /** @param buildMemoryBytes memory a rebuild may use; past it, it makes several passes */
+  IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes) {
     this.pool = pool;
     this.cache = cache;
     this.parts = parts;
+    this.buildMemoryBytes = buildMemoryBytes;
   }
 
   @Override
   public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
     if (snapshotId == null) {
-      return Found.NOTHING; // a new table: its index starts with this commit
+      index = KeyIndex.newBuild(table, parts, cache).finish(); // a new table: its index starts with this commit
+      return Found.NOTHING;
     }
     baseSnapshotId = snapshotId;
     Snapshot snapshot = table.snapshot(snapshotId);
@@ -96,17 +100,9 @@ final class IndexLookup implements LiveRowLookup {
     }
     int filesRead = 0;
     if (why != null) {
-      LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(), why);
-      index = null;
-      rebuilt = readAll(table, layout, tasks.values());
+      rebuild(table, layout, tasks, why);
+      hits = index.lookup(encoded, pool);
       filesRead = tasks.size();
-      hits = new HashMap<>();
-      for (byte[] key : encoded) {
-        IndexEntries.Entry e = rebuilt.find(key);
-        if (e != null) {
-          hits.put(new IndexEntries.ByteKey(key), e);
-        }
-      }
     }
 
     Map<List<Object>, List<LiveRow>> rows = new HashMap<>();
@@ -136,22 +132,25 @@ final class IndexLookup implements LiveRowLookup {
       changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
     }
     IndexEntries delta = changes.build();
-    KeyIndex.Written next = null;
-    if (index != null) {
-      try {
-        next = index.withChanges(table, delta, pool);
-      } catch (DamagedIndexException damaged) {
-        // Folding deltas reads parts this run's lookups did not need; one of them is damaged.
-        Map<String, FileScanTask> tasks = plan(table, baseSnapshotId);
-        LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(),
-            damaged.getMessage());
-        rebuilt = readAll(table, layout, tasks.values());
-      }
+    KeyIndex.Written next;
+    try {
+      next = index.withChanges(table, delta, pool);
+    } catch (DamagedIndexException damaged) {
+      // Folding deltas reads parts this run's lookups did not need; one of them is damaged.
+      rebuild(table, layout, plan(table, baseSnapshotId), damaged.getMessage());
+      next = index.withChanges(table, delta, pool);
     }
-    if (next == null) {
-      next = KeyIndex.build(table, rebuilt.overlay(List.of(delta), false), parts, cache, pool);
-    }
-    return new Recorded(Map.of(KeyIndex.PROPERTY, next.manifest()), next.files());
+    List<String> files = new ArrayList<>(rebuiltFiles);
+    files.addAll(next.files());
+    return new Recorded(Map.of(KeyIndex.PROPERTY, next.manifest()), files);
+  }
+
+  /** Rebuilds the base snapshot's index from its data files, saying why in one line. */
+  private void rebuild(Table table, TableLayout layout, Map<String, FileScanTask> tasks, String why) {
+    LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(), why);
+    KeyIndex.Build build = IndexRebuild.build(table, layout, tasks.values(), parts, buildMemoryBytes, cache, pool);
+    rebuiltFiles.addAll(build.files());
+    index = build.finish();
   }
 
   /** The snapshot's data files, with their deletes, by location. */
@@ -179,34 +178,5 @@ final class IndexLookup implements LiveRowLookup {
       return task.file().recordCount() - deletes.get(0).recordCount();
     }
     return null;
-  }
-
-  /** Every live row's entry, from the key columns of every data file (read in parallel). */
-  private IndexEntries readAll(Table table, TableLayout layout, Collection<FileScanTask> tasks) {
-    Schema schema = table.schema();
-    List<org.apache.iceberg.types.Types.NestedField> projected = new ArrayList<>();
-    layout.keyNames().forEach(k -> projected.add(schema.findField(k)));
-    projected.add(schema.findField(TableLayout.SEQ));
-    projected.add(MetadataColumns.ROW_POSITION);
-    Schema projection = new Schema(projected);
-    List<Future<List<IndexEntries.Entry>>> reads = new ArrayList<>();
-    for (FileScanTask task : tasks) {
-      reads.add(pool.submit(() -> {
-        List<IndexEntries.Entry> out = new ArrayList<>();
-        try (CloseableIterable<Record> rows = TaskRows.read(table, task, projection)) {
-          for (Record row : rows) {
-            out.add(new IndexEntries.Entry(IndexKeys.encode(layout.keyOf(row)), task.file().location(),
-                (Long) row.getField(MetadataColumns.ROW_POSITION.name()),
-                new BigInteger((String) row.getField(TableLayout.SEQ))));
-          }
-        }
-        return out;
-      }));
-    }
-    IndexEntries.Builder all = new IndexEntries.Builder();
-    for (Future<List<IndexEntries.Entry>> read : reads) {
-      Futures.join(read, "rebuilding the key index").forEach(all::add);
-    }
-    return all.build();
   }
 }

@@ -58,6 +58,8 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
       return new ScanLookup(pool);
     }
     IndexCache cache = keyIndexCacheBytes == 0 ? new IndexCache(0) : IndexCache.shared(keyIndexCacheBytes);
-    return new IndexLookup(pool, cache, keyIndexParts);
+    // A rebuild may use as much memory again as the cache (the parts it builds go into the cache).
+    long buildBytes = keyIndexCacheBytes == 0 ? IndexCache.defaultBudget() : keyIndexCacheBytes;
+    return new IndexLookup(pool, cache, keyIndexParts, buildBytes);
   }
 }

@@ -133,6 +133,10 @@ class KeyIndexTest {
 
   /** Asks both lookups for the keys 0..keySpace-1 (held, removed, never held) and compares. */
   private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace) {
+    return assertIndexAgreesWithScan(w, keySpace, new IndexLookup(pool, new IndexCache(64L << 20), 8, 64L << 20));
+  }
+
+  private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace, IndexLookup lookup) {
     Table table = table();
     TableLayout layout = TableLayout.of(table);
     List<List<Object>> keys = new ArrayList<>();
@@ -142,7 +146,7 @@ class KeyIndexTest {
     }
     long snapshot = table.currentSnapshot().snapshotId();
     LiveRowLookup.Found scan = new ScanLookup(pool).find(table, layout, snapshot, keys);
-    LiveRowLookup.Found index = new IndexLookup(pool, new IndexCache(64L << 20), 8).find(table, layout, snapshot, keys);
+    LiveRowLookup.Found index = lookup.find(table, layout, snapshot, keys);
     Map<List<Object>, Set<String>> expected = rows(scan);
     Map<List<Object>, Set<String>> actual = rows(index);
     List<String> differences = new ArrayList<>();
@@ -201,6 +205,25 @@ class KeyIndexTest {
   }
 
   @Test
+  void aRebuildTooBigForItsMemoryBudgetRunsInPassesAndFindsWhatTheScanFinds() {
+    env.put("KEY_INDEX", "off"); // a table written without the index, as before an upgrade
+    configure();
+    KeyedWorkload w = new KeyedWorkload(18, 300);
+    for (int run = 0; run < 3; run++) {
+      stage(w.next(250));
+      merge();
+    }
+    try (LogCapture log = LogCapture.json()) {
+      // A budget of one byte: each pass builds one of the 8 parts, reading every data file again.
+      LiveRowLookup.Found found = assertIndexAgreesWithScan(w, 320, new IndexLookup(pool, new IndexCache(0), 8, 1));
+      assertEquals(found.filesInTable(), found.filesRead(), "the rebuild read the data files");
+      List<String> messages = log.all().stream().map(l -> l.path("message").asText()).toList();
+      assertTrue(messages.stream().anyMatch(m -> m.contains("8 pass(es) over the key columns")),
+          () -> "the rebuild says it makes one pass per part: " + messages);
+    }
+  }
+
+  @Test
   void aCommitByAnotherWriterMakesTheNextMergeRebuildTheIndex() {
     KeyedWorkload w = new KeyedWorkload(17, 200);
     stage(w.next(200));
@@ -233,7 +256,7 @@ class KeyIndexTest {
     // A warm cache would still hold the good copies: a fresh container's lookup reads storage.
     TableLayout layout = TableLayout.of(table());
     List<Object> key = layout.keyOf(new Change(w.key(1), Operation.REMOVE, null, "1", 0, false));
-    LiveRowLookup.Found damaged = new IndexLookup(pool, new IndexCache(64L << 20), 8).find(table(), layout,
+    LiveRowLookup.Found damaged = new IndexLookup(pool, new IndexCache(64L << 20), 8, 64L << 20).find(table(), layout,
         table().currentSnapshot().snapshotId(), List.of(key));
     assertEquals(damaged.filesInTable(), damaged.filesRead(), "a damaged index is rebuilt from every data file");
     stage(w.next(150));
