@@ -36,6 +36,10 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * <p>Run: {@code java -Xmx4g -cp ... dev.ddb2iceberg.benchmarks.CompactionThroughput [merges] [changesPerMerge]}
  */
 public final class CompactionThroughput {
+  /** {@code -Dbench.keyIndex=on|off}: merge with the key index (compaction then records its moves) or without. */
+  private static final MergeOptions OPTIONS = MergeOptions.DEFAULTS.withKeyIndex(
+      "on".equals(System.getProperty("bench.keyIndex", MergeOptions.DEFAULTS.keyIndex() ? "on" : "off")));
+
   public static void main(String[] args) throws Exception {
     int merges = args.length > 0 ? Integer.parseInt(args[0]) : 500;
     int perMerge = args.length > 1 ? Integer.parseInt(args[1]) : 400;
@@ -58,7 +62,7 @@ public final class CompactionThroughput {
           batch.add(MergeThroughput.change(item, op, (long) m * perMerge + i, random));
         }
         stager.stage(StreamEvents.batch(batch).getRecords());
-        new Merger(catalog, tableSettings, store, MergeOptions.DEFAULTS).run();
+        new Merger(catalog, tableSettings, store, OPTIONS).run();
         if ((m + 1) % 50 == 0) {
           System.out.printf("%d merges done (%.0f s)%n", m + 1, (System.nanoTime() - t0) / 1e9);
         }
@@ -74,7 +78,8 @@ public final class CompactionThroughput {
       System.out.printf("compaction: %d groups, %,d bytes rewritten in %.1f s = %.1f MB/s%n", c.groups(),
           c.bytesRewritten(), seconds, c.bytesRewritten() / 1e6 / seconds);
       Results.report("compaction after " + merges + " merges of " + perMerge + " changes (" + c.dataFilesBefore()
-          + " data + " + c.deleteFilesBefore() + " delete files), per core", ">= 100 MB/s", String.format("%.1f MB/s",
+          + " data + " + c.deleteFilesBefore() + " delete files), per core" + (OPTIONS.keyIndex()
+              ? ", key index on (writes the moves)" : ", key index off") + String.format(" [%.1f s]", seconds), ">= 100 MB/s", String.format("%.1f MB/s",
           c.bytesRewritten() / 1e6 / seconds / Runtime.getRuntime().availableProcessors()));
     }
   }

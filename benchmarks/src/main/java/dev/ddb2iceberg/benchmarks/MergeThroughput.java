@@ -57,8 +57,16 @@ public final class MergeThroughput {
    * the steady state of a warm merger, and with the key index on, the index's first build.
    */
   private static final int PRIME = Integer.getInteger("bench.primeChanges", 0);
-  private static final String MODE = ("on".equals(System.getProperty("bench.keyIndex", "off")) ? ", key index" : "")
-      + (PRIME > 0 ? ", warm" : "");
+  /** {@code -Dbench.keyIndex=on|off}: find live rows through the key index or the key columns (default: the merger's). */
+  private static final boolean KEY_INDEX = "on".equals(System.getProperty("bench.keyIndex",
+      MergeOptions.DEFAULTS.keyIndex() ? "on" : "off"));
+  /**
+   * {@code -Dbench.narrow=true}: items of keys and three short attributes (no 500-byte note), for
+   * tables of 100M rows on one disk; the lookup's cost depends on the keys, not the payload.
+   */
+  private static final boolean NARROW = Boolean.getBoolean("bench.narrow");
+  private static final String MODE = (KEY_INDEX ? ", key index" : ", key columns scanned") + (PRIME > 0 ? ", warm" : "")
+      + (NARROW ? ", narrow items" : "");
   private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
 
   public static void main(String[] args) throws Exception {
@@ -137,8 +145,7 @@ public final class MergeThroughput {
 
     Random random = new Random(rows);
     BatchStager stager = new BatchStager(store);
-    // -Dbench.keyIndex=on: find live rows through the key index instead of the key columns.
-    boolean keyIndex = "on".equals(System.getProperty("bench.keyIndex", "off"));
+    boolean keyIndex = KEY_INDEX;
     MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8, keyIndex, 64,
         MergeOptions.DEFAULTS.keyIndexCacheBytes());
     if (PRIME > 0) {
@@ -187,11 +194,25 @@ public final class MergeThroughput {
       }
     }
     System.out.printf("%,d rows: %s%n", rows, result);
+    if (keyIndex && PRIME > 0) {
+      // A fresh container: the same size of merge with nothing cached, every index part read from S3.
+      stage(stager, rows, PRIME, PRIME + changes, random);
+      long c0 = System.nanoTime();
+      MergeResult cold = new Merger(catalog, tableSettings, store, options.withoutKeyIndexCache()).run();
+      double coldSeconds = (System.nanoTime() - c0) / 1e9;
+      table.refresh();
+      var index = dev.ddb2iceberg.ops.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
+          java.time.Clock.systemUTC()).keyIndex();
+      System.out.printf("cold merge of %,d changes: %.2f s (%s)%n", PRIME, coldSeconds, cold);
+      Results.report(String.format("merger, cold container: %,d mixed changes into %,d rows, key index read from S3%s",
+          PRIME, rows, NARROW ? ", narrow items" : ""), "-", String.format("%.2f s; reads the whole index once"
+              + " (%,d keys touch all %d parts): %.0f MB", coldSeconds, PRIME, index.parts(), index.bytes() / 1e6));
+    }
     return seconds;
   }
 
   /** Stages {@code count} mixed changes with sequence offsets after {@code seqFrom}. */
-  private static void stage(BatchStager stager, long rows, int count, int seqFrom, Random random) {
+  static void stage(BatchStager stager, long rows, int count, int seqFrom, Random random) {
     List<Change> batch = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       int kind = random.nextInt(10);
@@ -208,7 +229,7 @@ public final class MergeThroughput {
     }
   }
 
-  /** Item n: partition key cust-(n/10), sort key n, and ~600 bytes of attributes. */
+  /** Item n: partition key cust-(n/10), sort key n, and ~600 bytes of attributes (~40 when narrow). */
   static Change change(long n, Operation op, long seqOffset, Random random) {
     Map<String, DdbValue> keys = new LinkedHashMap<>();
     keys.put("pk", new DdbValue.S(String.format("cust-%09d", n / 10)));
@@ -221,6 +242,9 @@ public final class MergeThroughput {
     image.put("status", new DdbValue.S(new String[] {"PLACED", "PAID", "SHIPPED"}[random.nextInt(3)]));
     image.put("total_cents", new DdbValue.N(Integer.toString(random.nextInt(1_000_000))));
     image.put("gift", new DdbValue.Bool(random.nextBoolean()));
+    if (NARROW) {
+      return new Change(keys, op, image, seq, 1_764_460_800_000L, false);
+    }
     StringBuilder note = new StringBuilder();
     while (note.length() < 500) {
       note.append(Long.toString(random.nextLong(), 36)).append(' ');
@@ -230,7 +254,7 @@ public final class MergeThroughput {
   }
 
   /** Writes rows 0..n-1 in key order (so sorted within each bucket) and appends them in one commit. */
-  private static void bulkLoad(Table table, long n) {
+  static void bulkLoad(Table table, long n) {
     // Sixteen files open at once each buffer a row group: small ones keep the load within a 1 GB heap.
     table.updateProperties().set(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, Long.toString(8L << 20)).commit();
     TableLayout layout = TableLayout.of(table);
@@ -256,7 +280,7 @@ public final class MergeThroughput {
     append.commit();
   }
 
-  private static void deleteRecursively(Path dir) throws IOException {
+  static void deleteRecursively(Path dir) throws IOException {
     try (var paths = Files.walk(dir)) {
       paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     }

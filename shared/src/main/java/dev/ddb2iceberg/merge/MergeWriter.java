@@ -17,6 +17,7 @@ import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.data.GenericFileWriterFactory;
@@ -134,7 +135,7 @@ final class MergeWriter {
     OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
         .format(FileFormat.PARQUET).suffix("deletes").build();
     FanoutPositionOnlyDeleteWriter<Record> writer = new FanoutPositionOnlyDeleteWriter<>(
-        writers, files, table.io(), TARGET_FILE_SIZE, DeleteGranularity.FILE);
+        writers, files, table.io(), TARGET_FILE_SIZE, deleteGranularity(table));
     PositionDelete<Record> delete = PositionDelete.create();
     try (writer) {
       for (LiveRow row : rows) {
@@ -145,6 +146,17 @@ final class MergeWriter {
       throw new UncheckedIOException(e);
     }
     return writer.result();
+  }
+
+  /**
+   * One position delete file per data file touched (file-scoped), unless the table's
+   * {@code write.delete.granularity} says {@code partition}: a reader then loads only the deletes of
+   * the files it reads, a dropped data file takes its deletes with it, and a v2 table moves to v3
+   * deletion vectors one for one. BENCHMARKS.md compares the two for our merges.
+   */
+  static DeleteGranularity deleteGranularity(Table table) {
+    String set = table.properties().get(TableProperties.DELETE_GRANULARITY);
+    return set == null ? DeleteGranularity.FILE : DeleteGranularity.fromString(set);
   }
 
   /**
