@@ -163,6 +163,8 @@ public final class MergeThroughput {
         Results.report(String.format("key index build from a %,d-row table (first merge with KEY_INDEX=on)", rows),
             "-", String.format("%.1f s; %,d bytes in S3 (%.1f bytes per row)", primeSeconds, status.bytes(),
                 (double) status.bytes() / rows));
+        Results.report(String.format("key index in a warm merger's memory, %,d rows%s", rows, NARROW ? ", narrow items" : ""),
+            "-", String.format("%.1f bytes per row", (double) indexMemoryBytes(table, rows) / status.entries()));
       }
     }
     stage(stager, rows, changes, PRIME, random);
@@ -209,6 +211,27 @@ public final class MergeThroughput {
               + " (%,d keys touch all %d parts): %.0f MB", coldSeconds, PRIME, index.parts(), index.bytes() / 1e6));
     }
     return seconds;
+  }
+
+  /** Memory the whole index takes once loaded, as a warm merger's cache holds it. */
+  private static long indexMemoryBytes(Table table, long rows) {
+    dev.ddb2iceberg.index.IndexCache probe = new dev.ddb2iceberg.index.IndexCache(Long.MAX_VALUE);
+    var index = dev.ddb2iceberg.index.KeyIndex.open(table, dev.ddb2iceberg.index.KeyIndex.manifestOf(table.currentSnapshot()),
+        probe);
+    TableLayout layout = TableLayout.of(table);
+    List<byte[]> keys = new ArrayList<>();
+    Random random = new Random(1);
+    for (int i = 0; i < 20_000; i++) { // enough keys to touch every part
+      Change c = change((long) (random.nextDouble() * rows), Operation.REMOVE, 0, random);
+      keys.add(dev.ddb2iceberg.index.IndexKeys.encode(layout.keyOf(c)));
+    }
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      index.lookup(keys, pool);
+    } finally {
+      pool.shutdown();
+    }
+    return probe.bytes();
   }
 
   /** Stages {@code count} mixed changes with sequence offsets after {@code seqFrom}. */

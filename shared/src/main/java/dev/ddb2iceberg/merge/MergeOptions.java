@@ -19,7 +19,7 @@ import dev.ddb2iceberg.index.IndexCache;
 public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads,
     boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes) {
   /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
-  public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, false, 64,
+  public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, true, 64,
       IndexCache.defaultBudget());
 
   public static MergeOptions from(Environment env) {
