@@ -86,10 +86,13 @@ public final class LocalStack {
    * JDBC catalog. Close it after use.
    */
   public RestCatalogServer startGlueStandIn() {
-    Map<String, String> jdbc = environment("unused");
-    Catalog backing = CatalogSettings.from(new Environment(jdbc), StagingSettings.from(new Environment(jdbc)),
-        S3Settings.from(new Environment(jdbc))).load();
-    return new RestCatalogServer(backing, "/iceberg", GLUE_CATALOG_ID);
+    return new RestCatalogServer(jdbcCatalog(), "/iceberg", GLUE_CATALOG_ID);
+  }
+
+  /** This stack's JDBC catalog, which the REST stand-ins keep their tables in. */
+  private Catalog jdbcCatalog() {
+    Environment jdbc = new Environment(environment("unused"));
+    return CatalogSettings.from(jdbc, StagingSettings.from(jdbc), S3Settings.from(jdbc)).load();
   }
 
   /**
@@ -98,15 +101,43 @@ public final class LocalStack {
    * stack's credentials, as in AWS with the function role's.
    */
   public Map<String, String> glueEnvironment(String tableName, RestCatalogServer glue) {
-    Map<String, String> env = environment(tableName);
+    Map<String, String> env = restEnvironment(tableName, glue);
     env.put("CATALOG_TYPE", "glue");
-    env.put("CATALOG_URI", glue.uri().toString());
     env.put("GLUE_CATALOG_ID", GLUE_CATALOG_ID);
+    return env;
+  }
+
+  /** A REST stand-in's endpoint, with the stack's credentials for signing requests and for S3. */
+  private Map<String, String> restEnvironment(String tableName, RestCatalogServer server) {
+    Map<String, String> env = environment(tableName);
+    env.put("CATALOG_URI", server.uri().toString());
     env.remove("CATALOG_WAREHOUSE");
     env.put("CATALOG_PROPERTIES", "s3.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
         + ",s3.secret-access-key=" + EmbeddedS3Server.SECRET_KEY
         + ",rest.access-key-id=" + EmbeddedS3Server.ACCESS_KEY
         + ",rest.secret-access-key=" + EmbeddedS3Server.SECRET_KEY);
+    return env;
+  }
+
+  /** The table bucket the S3 Tables stand-in serves, as TABLE_BUCKET_ARN. */
+  public static final String TABLE_BUCKET_ARN = "arn:aws:s3tables:" + EmbeddedS3Server.REGION + ":"
+      + GLUE_CATALOG_ID + ":bucket/orders-lake";
+
+  /**
+   * A stand-in for Amazon S3 Tables' Iceberg REST endpoint (it cannot run here): a REST catalog
+   * under {@code /iceberg} that, like S3 Tables, answers only the table bucket's ARN as warehouse
+   * and puts the URL-encoded ARN in every path; it keeps its tables in this stack's JDBC catalog.
+   */
+  public RestCatalogServer startS3TablesStandIn() {
+    return new RestCatalogServer(jdbcCatalog(), "/iceberg", TABLE_BUCKET_ARN,
+        java.net.URLEncoder.encode(TABLE_BUCKET_ARN, java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** Environment variables for the functions with {@code CATALOG_TYPE=s3tables}, pointed at the stand-in. */
+  public Map<String, String> s3TablesEnvironment(String tableName, RestCatalogServer s3Tables) {
+    Map<String, String> env = restEnvironment(tableName, s3Tables);
+    env.put("CATALOG_TYPE", "s3tables");
+    env.put("TABLE_BUCKET_ARN", TABLE_BUCKET_ARN);
     return env;
   }
 }

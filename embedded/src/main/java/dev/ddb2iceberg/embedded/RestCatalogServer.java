@@ -47,19 +47,22 @@ import org.apache.iceberg.rest.responses.ErrorResponseParser;
  * It serves the REST protocol's table and namespace routes under a base path (Glue's is
  * {@code /iceberg}), backed by any catalog (tests use a JDBC catalog on SQLite), using Iceberg's own
  * {@link CatalogHandlers}, so commits are checked against their requirements as a real server does.
- * Namespaces are one level, like Glue databases. Like Glue, its config names the catalog by the client's {@code warehouse} through the
- * {@code catalogs/<warehouse>} prefix. It records each request's {@code Authorization} header so a
+ * Namespaces are one level, like Glue databases and S3 Tables namespaces. Its config answers only
+ * the client's {@code warehouse} and names the path prefix, as Glue ({@code catalogs/<id>}) and S3
+ * Tables (the encoded table bucket ARN) do. It records each request's {@code Authorization} header so a
  * test can check that requests were SigV4-signed for the right service and region.
  */
 public final class RestCatalogServer implements AutoCloseable {
-  private static final Pattern TABLE = Pattern.compile("/v1/catalogs/([^/]+)/namespaces/([^/]+)/tables/([^/]+)");
-  private static final Pattern TABLES = Pattern.compile("/v1/catalogs/([^/]+)/namespaces/([^/]+)/tables");
-  private static final Pattern NAMESPACE = Pattern.compile("/v1/catalogs/([^/]+)/namespaces/([^/]+)");
-  private static final Pattern NAMESPACES = Pattern.compile("/v1/catalogs/([^/]+)/namespaces");
+  // Paths as sent (raw): the prefix may hold encoded characters, such as S3 Tables' encoded ARN.
+  private static final Pattern TABLE = Pattern.compile("/v1/(.+)/namespaces/([^/]+)/tables/([^/]+)");
+  private static final Pattern TABLES = Pattern.compile("/v1/(.+)/namespaces/([^/]+)/tables");
+  private static final Pattern NAMESPACE = Pattern.compile("/v1/(.+)/namespaces/([^/]+)");
+  private static final Pattern NAMESPACES = Pattern.compile("/v1/(.+)/namespaces");
 
   private final Catalog backing;
   private final String basePath;
   private final String warehouse;
+  private final String prefix;
   private final HttpServer http;
   private final ExecutorService executor = Executors.newFixedThreadPool(4);
   private final ObjectMapper mapper = mapper();
@@ -71,9 +74,18 @@ public final class RestCatalogServer implements AutoCloseable {
    * @param warehouse the only warehouse (catalog id) the server answers for
    */
   public RestCatalogServer(Catalog backing, String basePath, String warehouse) {
+    this(backing, basePath, warehouse, "catalogs/" + warehouse);
+  }
+
+  /**
+   * @param prefix the path prefix the config tells clients to use: Glue's is {@code catalogs/<id>},
+   *     S3 Tables' the URL-encoded table bucket ARN
+   */
+  public RestCatalogServer(Catalog backing, String basePath, String warehouse, String prefix) {
     this.backing = backing;
     this.basePath = basePath;
     this.warehouse = warehouse;
+    this.prefix = prefix;
     try {
       this.http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     } catch (IOException e) {
@@ -97,7 +109,7 @@ public final class RestCatalogServer implements AutoCloseable {
   private void handle(HttpExchange exchange) throws IOException {
     try (exchange) {
       authorizations.add(Objects.requireNonNullElse(exchange.getRequestHeaders().getFirst("Authorization"), ""));
-      String path = exchange.getRequestURI().getPath().substring(basePath.length());
+      String path = exchange.getRequestURI().getRawPath().substring(basePath.length());
       String method = exchange.getRequestMethod();
       try {
         Object response = route(method, path, exchange);
@@ -120,7 +132,7 @@ public final class RestCatalogServer implements AutoCloseable {
       if (!requested.equals(warehouse)) {
         throw new NotFoundException("No catalog for warehouse '%s' (this server serves '%s')", requested, warehouse);
       }
-      return ConfigResponse.builder().withOverride("prefix", "catalogs/" + warehouse).build();
+      return ConfigResponse.builder().withOverride("prefix", prefix).build();
     }
     Matcher m;
     if ((m = TABLE.matcher(path)).matches()) {
@@ -168,9 +180,9 @@ public final class RestCatalogServer implements AutoCloseable {
     throw new UnsupportedOperationException("The test REST catalog has no route for " + method + " " + path);
   }
 
-  private void checkCatalog(String catalog) {
-    if (!catalog.equals(warehouse)) {
-      throw new NotFoundException("No catalog '%s'", catalog);
+  private void checkCatalog(String requestedPrefix) {
+    if (!requestedPrefix.equals(prefix)) {
+      throw new NotFoundException("No catalog at prefix '%s' (this server's is '%s')", requestedPrefix, prefix);
     }
   }
 

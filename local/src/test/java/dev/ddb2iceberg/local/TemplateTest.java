@@ -49,7 +49,9 @@ class TemplateTest {
    * JDBC catalog (the template deploys Glue's).
    */
   private static final Set<String> NOT_FROM_THE_TEMPLATE = Set.of("AWS_REGION", "AWS_ACCESS_KEY_ID",
-      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ENDPOINT", "S3_PATH_STYLE", "CATALOG_URI", "CATALOG_NAME");
+      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ENDPOINT", "S3_PATH_STYLE", "CATALOG_URI", "CATALOG_NAME",
+      // optional, with defaults that follow the deployment: a third of the heap; beside the table or in staging
+      "KEY_INDEX_CACHE_MB", "DERIVED_FILES_LOCATION");
 
   /** How each function reads its settings, as its handler's no-argument constructor does. */
   private static final Map<String, Consumer<Environment>> SETTINGS = Map.of(
@@ -103,10 +105,12 @@ class TemplateTest {
     }
   }
 
-  @Test
-  void everyEnvironmentVariableAFunctionReadsIsSetInTheTemplate() {
+  /** Both destinations: the Glue Data Catalog (the default) and an S3 table bucket. */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"glue", "s3tables"})
+  void everyEnvironmentVariableAFunctionReadsIsSetInTheTemplate(String catalogType) {
     for (String id : TEMPLATE.functionIds()) {
-      Map<String, String> env = deployedEnvironment(id);
+      Map<String, String> env = deployedEnvironment(id, catalogType);
       Environment recording = new Environment(env);
       SETTINGS.get(id).accept(recording); // throws, naming the variable, if a value is unusable
       Set<String> missing = new TreeSet<>(recording.variablesRead());
@@ -122,7 +126,7 @@ class TemplateTest {
     for (String id : TEMPLATE.functionIds()) {
       for (JsonNode policy : ROOT.path("Resources").path(id).path("Properties").path("Policies")) {
         assertTrue(policy.has("Statement"), id + ": policies are inline statements, not policy templates: " + policy);
-        for (JsonNode statement : policy.path("Statement")) {
+        for (JsonNode statement : statements(policy)) {
           assertEquals("Allow", statement.path("Effect").asText());
           for (JsonNode action : statement.path("Action")) {
             if (action.asText().contains("*")) {
@@ -134,6 +138,32 @@ class TemplateTest {
       }
     }
     assertTrue(wildcards.isEmpty(), "wildcard actions: " + wildcards);
+  }
+
+  @Test
+  void eachDestinationGetsOnlyItsOwnCatalogsPermissionsScopedToTheTable() {
+    for (String id : List.of("Merger", "Maintenance")) {
+      for (JsonNode policy : ROOT.path("Resources").path(id).path("Properties").path("Policies")) {
+        for (JsonNode statement : policy.path("Statement")) {
+          List<String> actions = new ArrayList<>();
+          JsonNode body = statement.has("Fn::If") ? statement.path("Fn::If").path(1) : statement;
+          body.path("Action").forEach(a -> actions.add(a.asText()));
+          boolean glue = actions.stream().anyMatch(a -> a.startsWith("glue:"));
+          boolean s3Tables = actions.stream().anyMatch(a -> a.startsWith("s3tables:"));
+          if (glue || s3Tables) {
+            assertEquals(glue ? "UseGlue" : "UseS3Tables", statement.path("Fn::If").path(0).asText(),
+                id + ": " + actions + " only with its destination");
+            assertEquals("AWS::NoValue", statement.path("Fn::If").path(2).path("Ref").asText(), id + ": " + actions);
+          }
+          if (s3Tables && actions.contains("s3tables:PutTableData")) {
+            assertTrue(body.path("Resource").toString().contains("/table/*"), id + ": table actions on tables: " + body);
+            assertEquals("TableName", body.path("Condition").path("StringEquals").path("s3tables:tableName").path("Ref")
+                .asText(), id + ": table actions only on this table: " + body);
+          }
+        }
+      }
+    }
+    assertEquals("CreateTableBucket", ROOT.path("Resources").path("TableBucket").path("Condition").asText());
   }
 
   @Test
@@ -221,19 +251,38 @@ class TemplateTest {
    * A function's variables as Lambda would see them: the template's (Globals, then the function's),
    * with a sample value where the template computes one when deployed.
    */
-  private static Map<String, String> deployedEnvironment(String id) {
+  private static Map<String, String> deployedEnvironment(String id, String catalogType) {
     Map<String, String> env = new HashMap<>();
     for (JsonNode scope : List.of(ROOT.path("Globals").path("Function"), ROOT.path("Resources").path(id).path("Properties"))) {
       for (Iterator<Map.Entry<String, JsonNode>> it = scope.path("Environment").path("Variables").fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> v = it.next();
-        env.put(v.getKey(), v.getValue().isValueNode() ? v.getValue().asText() : sample(v.getKey()));
+        env.put(v.getKey(), v.getValue().isValueNode() ? v.getValue().asText() : sample(v.getKey(), catalogType));
       }
     }
     return env;
   }
 
-  private static String sample(String variable) {
+  /** A policy's statements, with both branches of a conditional one ({@code !If [cond, statement, AWS::NoValue]}). */
+  private static List<JsonNode> statements(JsonNode policy) {
+    List<JsonNode> out = new ArrayList<>();
+    for (JsonNode statement : policy.path("Statement")) {
+      if (statement.has("Fn::If")) {
+        for (int branch = 1; branch <= 2; branch++) {
+          if (statement.path("Fn::If").path(branch).has("Effect")) {
+            out.add(statement.path("Fn::If").path(branch));
+          }
+        }
+      } else {
+        out.add(statement);
+      }
+    }
+    return out;
+  }
+
+  private static String sample(String variable, String catalogType) {
     return switch (variable) {
+      case "CATALOG_TYPE" -> catalogType;
+      case "TABLE_BUCKET_ARN" -> "arn:aws:s3tables:us-east-1:123456789012:bucket/orders-lake";
       case "TABLE_LOCATION" -> "s3://bucket/warehouse/db/table";
       case "TABLE_FORMAT_VERSION" -> "2";
       case "STAGING_PREFIX" -> "staging/";

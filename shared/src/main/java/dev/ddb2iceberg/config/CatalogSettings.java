@@ -15,7 +15,9 @@ import org.apache.iceberg.catalog.Catalog;
  *       {@code https://glue.<region>.amazonaws.com/iceberg}, with SigV4-signed requests. Glue checks
  *       each commit against the table's current metadata, as the Glue SDK catalog does, and the
  *       functions need no Glue SDK (10 MB less in each package).
- *   <li>{@code rest}: any Iceberg REST catalog (S3 Tables, Polaris, ...), CATALOG_URI required.
+ *   <li>{@code s3tables}: an Amazon S3 table bucket ({@code TABLE_BUCKET_ARN}) through S3 Tables'
+ *       Iceberg REST endpoint, SigV4-signed for {@code s3tables}; S3 Tables maintains the table.
+ *   <li>{@code rest}: any other Iceberg REST catalog (Polaris, ...), CATALOG_URI required.
  *   <li>{@code jdbc}: PostgreSQL, or SQLite for local runs, CATALOG_URI required.
  * </ul>
  *
@@ -24,9 +26,10 @@ import org.apache.iceberg.catalog.Catalog;
  * (Spark's {@code spark.sql.catalog.<name>}); for REST catalogs it only labels log lines.
  *
  * @param name the catalog's name
+ * @param type {@code CATALOG_TYPE}: glue, s3tables, rest or jdbc
  * @param properties Iceberg catalog properties
  */
-public record CatalogSettings(String name, Map<String, String> properties) {
+public record CatalogSettings(String name, String type, Map<String, String> properties) {
   public static final String DEFAULT_NAME = "ddb2iceberg";
 
   public static CatalogSettings from(Environment env, StagingSettings staging, S3Settings s3) {
@@ -46,6 +49,21 @@ public record CatalogSettings(String name, Map<String, String> properties) {
         // Scan and commit reports would cost a signed round trip each; the functions log their own.
         props.put("rest-metrics-reporting-enabled", "false");
       }
+      case "s3tables" -> {
+        // https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-tables-integrating-open-source.html:
+        // the endpoint is https://s3tables.<region>.amazonaws.com/iceberg, the warehouse is the table
+        // bucket's ARN, and requests are SigV4-signed for the service name "s3tables".
+        TableBucketArn bucket = TableBucketArn.parse(env.required("TABLE_BUCKET_ARN",
+            "the S3 table bucket's ARN, arn:aws:s3tables:<region>:<account>:bucket/<name> (the template sets it)"));
+        props.put(CatalogUtil.ICEBERG_CATALOG_TYPE, CatalogUtil.ICEBERG_CATALOG_TYPE_REST);
+        props.put(CatalogProperties.URI,
+            env.optional("CATALOG_URI", "https://s3tables." + bucket.region() + ".amazonaws.com/iceberg"));
+        props.put(CatalogProperties.WAREHOUSE_LOCATION, bucket.arn());
+        props.put("rest.auth.type", "sigv4");
+        props.put("rest.signing-name", "s3tables");
+        props.put("rest.signing-region", bucket.region());
+        props.put("rest-metrics-reporting-enabled", "false");
+      }
       case "rest" -> {
         props.put(CatalogUtil.ICEBERG_CATALOG_TYPE, CatalogUtil.ICEBERG_CATALOG_TYPE_REST);
         props.put(CatalogProperties.URI, env.required("CATALOG_URI", "the REST catalog's endpoint"));
@@ -63,7 +81,7 @@ public record CatalogSettings(String name, Map<String, String> properties) {
         props.put("jdbc.schema-version", "V1");
       }
       default -> throw new ConfigurationException(
-          "Environment variable CATALOG_TYPE='" + type + "' is not glue, rest or jdbc.");
+          "Environment variable CATALOG_TYPE='" + type + "' is not glue, s3tables, rest or jdbc.");
     }
     props.put(CatalogProperties.FILE_IO_IMPL, "org.apache.iceberg.aws.s3.S3FileIO");
     props.put("http-client.type", "urlconnection");
@@ -84,7 +102,12 @@ public record CatalogSettings(String name, Map<String, String> properties) {
         props.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
       }
     }
-    return new CatalogSettings(env.optional("CATALOG_NAME", DEFAULT_NAME), Map.copyOf(props));
+    return new CatalogSettings(env.optional("CATALOG_NAME", DEFAULT_NAME), type, Map.copyOf(props));
+  }
+
+  /** True for an S3 table bucket, whose storage only S3 Tables' own maintenance may list or delete from. */
+  public boolean isS3Tables() {
+    return type.equals("s3tables");
   }
 
   public Catalog load() {

@@ -19,9 +19,15 @@ import java.util.Map;
  *     DynamoDB JSON (ITEM_JSON_COLUMN)
  * @param itemVariant whether a new format v3 table gets a {@code _ddb_variant} column holding each
  *     whole item as a variant (ITEM_VARIANT_COLUMN)
+ * @param derivedFilesLocation where the pipeline's own files of the table go (the removals file, the
+ *     key index), or null for beside the table's data. An S3 table bucket keeps only files its
+ *     table's metadata references (it removes the others after a few days), so with
+ *     {@code CATALOG_TYPE=s3tables} they go to the staging bucket by default, under
+ *     {@code tables/<namespace>/<name>/} (DERIVED_FILES_LOCATION sets another place)
  */
 public record TableSettings(String namespace, String name, String partitionKey, String partitionSpec, int formatVersion,
-    String location, Map<String, TypeMapping.Column> columnTypes, boolean itemJson, boolean itemVariant) {
+    String location, Map<String, TypeMapping.Column> columnTypes, boolean itemJson, boolean itemVariant,
+    String derivedFilesLocation) {
 
   public static TableSettings from(Environment env) {
     int version = env.positiveInt("TABLE_FORMAT_VERSION", 2);
@@ -50,7 +56,23 @@ public record TableSettings(String namespace, String name, String partitionKey, 
         TypeHints.parse(env.optional("COLUMN_TYPES", ""), "Environment variable COLUMN_TYPES");
     return new TableSettings(namespace, name, partitionKey.isEmpty() ? null : partitionKey,
         spec.isEmpty() ? null : spec, version, location.isEmpty() ? null : location, columnTypes,
-        env.bool("ITEM_JSON_COLUMN", false), itemVariant(env, version));
+        env.bool("ITEM_JSON_COLUMN", false), itemVariant(env, version), derivedFilesLocation(env, namespace, name));
+  }
+
+  private static String derivedFilesLocation(Environment env, String namespace, String name) {
+    String set = env.optional("DERIVED_FILES_LOCATION", "");
+    if (!set.isEmpty()) {
+      if (!set.matches("s3a?://[^/]+/.*")) {
+        throw new ConfigurationException("Environment variable DERIVED_FILES_LOCATION='" + set
+            + "' is not an S3 location such as s3://my-bucket/tables/" + namespace + "/" + name + "/.");
+      }
+      return set.endsWith("/") ? set : set + "/";
+    }
+    if (env.optional("CATALOG_TYPE", "glue").equalsIgnoreCase("s3tables")) {
+      return "s3://" + env.required("STAGING_BUCKET", "the S3 bucket where stream changes are staged")
+          + "/tables/" + namespace + "/" + name + "/";
+    }
+    return null;
   }
 
   private static boolean itemVariant(Environment env, int formatVersion) {

@@ -340,7 +340,6 @@ public final class KeyIndex {
   }
 
   static String directory(Table table) {
-    String location = table.location();
-    return (location.endsWith("/") ? location : location + "/") + "key-index/";
+    return dev.ddb2iceberg.table.DerivedFiles.location(table) + "key-index/";
   }
 }

@@ -37,6 +37,7 @@ public final class Maintenance {
   private final String stagingUri;
   private final Clock clock;
   private Consumer<Table> beforeCompactionCommit = t -> {};
+  private boolean managedStorage;
 
   /** @param stagingUri the staging area, e.g. {@code s3://bucket/staging/}: never touched */
   public Maintenance(Table table, MaintenanceOptions options, String stagingUri, Clock clock) {
@@ -46,14 +47,32 @@ public final class Maintenance {
     this.clock = clock;
   }
 
+  /**
+   * For a table in an S3 table bucket: S3 Tables compacts it, expires its snapshots and removes
+   * unreferenced files itself, and its storage cannot be listed. A run then never compacts (two
+   * compactors on one table would fight over its files) nor expires snapshots, and its orphan
+   * cleanup looks only at the pipeline's own files, which live in a general purpose bucket.
+   */
+  public Maintenance managedStorage(boolean managed) {
+    this.managedStorage = managed;
+    return this;
+  }
+
   /** Testing hook: runs just before compaction commits, to land a concurrent merge there. */
   public Maintenance beforeCompactionCommit(Consumer<Table> hook) {
     this.beforeCompactionCommit = hook;
     return this;
   }
 
-  public MaintenanceResult run(Set<MaintenanceTask> tasks, boolean dryRun) {
+  public MaintenanceResult run(Set<MaintenanceTask> requested, boolean dryRun) {
     long start = System.nanoTime();
+    Set<MaintenanceTask> tasks = requested;
+    if (managedStorage && (requested.contains(MaintenanceTask.COMPACT) || requested.contains(MaintenanceTask.EXPIRE))) {
+      tasks = java.util.EnumSet.copyOf(requested);
+      tasks.removeAll(Set.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE));
+      LOG.info("The table is in an S3 table bucket, which compacts it and expires its snapshots itself: skipping"
+          + " compact and expire; running {}", tasks);
+    }
     List<String> conflicts = new ArrayList<>();
     MaintenanceResult.Compaction compaction = MaintenanceResult.Compaction.NONE;
     int manifests = 0;
@@ -85,7 +104,7 @@ public final class Maintenance {
     if (tasks.contains(MaintenanceTask.ORPHANS)) {
       table.refresh();
       Instant cutoff = clock.instant().minus(Duration.ofHours(options.orphanMinAgeHours()));
-      orphans = new OrphanFiles(table, stagingUri).run(cutoff, dryRun);
+      orphans = new OrphanFiles(table, stagingUri, !managedStorage).run(cutoff, dryRun);
       LOG.info("{} {} orphan files older than {}", dryRun ? "Found" : "Deleted", orphans.size(), cutoff);
     }
     MaintenanceResult result = new MaintenanceResult(dryRun, compaction, manifests, expired, orphans, conflicts,

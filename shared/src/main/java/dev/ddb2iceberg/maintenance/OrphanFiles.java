@@ -17,6 +17,7 @@ import org.apache.iceberg.ManifestFiles;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.ReachableFileUtil;
 import org.apache.iceberg.Snapshot;
+import dev.ddb2iceberg.table.DerivedFiles;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.FileIO;
@@ -32,11 +33,17 @@ import org.apache.iceberg.io.SupportsPrefixOperations;
 final class OrphanFiles {
   private final Table table;
   private final String protectedPrefix;
+  private final boolean listTableLocation;
 
-  /** @param protectedPrefix an s3:// URI prefix that must never be deleted (the staging area) */
-  OrphanFiles(Table table, String protectedPrefix) {
+  /**
+   * @param protectedPrefix an s3:// URI prefix that must never be deleted (the staging area)
+   * @param listTableLocation false where the table's storage cannot be listed (an S3 table bucket,
+   *     which removes unreferenced files itself): then only the pipeline's own files are looked at
+   */
+  OrphanFiles(Table table, String protectedPrefix, boolean listTableLocation) {
     this.table = table;
     this.protectedPrefix = normalize(protectedPrefix);
+    this.listTableLocation = listTableLocation;
   }
 
   /** Orphans older than {@code olderThan}; deleted in bulk unless {@code dryRun}. */
@@ -46,13 +53,21 @@ final class OrphanFiles {
       throw new IllegalStateException("the table's FileIO (" + io.getClass().getName() + ") cannot list files");
     }
     Set<String> referenced = referencedFiles();
-    String location = table.location().endsWith("/") ? table.location() : table.location() + "/";
+    List<String> locations = new ArrayList<>();
+    if (listTableLocation) {
+      locations.add(table.location().endsWith("/") ? table.location() : table.location() + "/");
+    }
+    if (DerivedFiles.separate(table)) {
+      locations.add(DerivedFiles.location(table)); // the removals files and key index, kept elsewhere
+    }
     List<String> orphans = new ArrayList<>();
-    for (FileInfo f : prefixes.listPrefix(location)) {
-      String path = normalize(f.location());
-      if (!referenced.contains(path) && f.createdAtMillis() < olderThan.toEpochMilli()
-          && !path.startsWith(protectedPrefix)) {
-        orphans.add(f.location());
+    for (String location : locations) {
+      for (FileInfo f : prefixes.listPrefix(location)) {
+        String path = normalize(f.location());
+        if (!referenced.contains(path) && f.createdAtMillis() < olderThan.toEpochMilli()
+            && !path.startsWith(protectedPrefix)) {
+          orphans.add(f.location());
+        }
       }
     }
     if (!dryRun && !orphans.isEmpty()) {

@@ -86,6 +86,9 @@ public final class ExportLoader {
     ExportManifest manifest = ExportManifest.read(exportS3, request.location());
     String exportId = manifest.exportId();
     Table table = TableCreator.loadIfExists(catalog, id);
+    if (table != null) {
+      TableCreator.adopt(table, tableSettings);
+    }
     ExportProgress.Load load = table == null ? null : ExportProgress.read(table).get(exportId);
     if (load != null && load.done()) {
       return result(manifest, load, 0, 0, 0, 0, start, "Export " + exportId + " was loaded before; nothing to do.");

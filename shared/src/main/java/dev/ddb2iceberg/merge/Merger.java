@@ -97,6 +97,9 @@ public final class Merger {
     String runId = UUID.randomUUID().toString();
     List<StagedObject> listed = store.list();
     Table table = TableCreator.loadIfExists(catalog, id);
+    if (table != null) {
+      TableCreator.adopt(table, tableSettings);
+    }
 
     // 1. Objects an earlier run applied but could not delete: delete now, never apply again.
     Set<String> checkpoint = table == null ? Set.of() : Checkpoint.read(table);

@@ -98,7 +98,7 @@ final class Tombstones {
     }
     List<Change> removals = new ArrayList<>(next.values());
     removals.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
-    String path = table.location() + "/ddb2iceberg/removals-" + runId + ".ddbstage";
+    String path = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/removals-" + runId + ".ddbstage";
     OutputFile out = table.io().newOutputFile(path);
     try (OutputStream s = out.createOrOverwrite()) {
       s.write(StagedFormat.write(removals));

@@ -45,11 +45,25 @@ public final class TableCreator {
     }
   }
 
+  /**
+   * The table with the settings that apply to an existing table: today the place of the pipeline's
+   * own files ({@link DerivedFiles}), set in one metadata commit when it differs (say, a table
+   * made before the setting existed).
+   */
+  public static Table adopt(Table table, TableSettings settings) {
+    String wanted = settings.derivedFilesLocation();
+    if (wanted != null && !wanted.equals(table.properties().get(DerivedFiles.PROPERTY))) {
+      table.updateProperties().set(DerivedFiles.PROPERTY, wanted).commit();
+      LOG.info("The pipeline's own files of {} (removals file, key index) now go to {}", table.name(), wanted);
+    }
+    return table;
+  }
+
   /** Loads the table, creating it first if it does not exist (another merger may win the race). */
   public static Table loadOrCreate(Catalog catalog, TableIdentifier id, TableSettings settings, List<Change> changes) {
     Table existing = loadIfExists(catalog, id);
     if (existing != null) {
-      return existing;
+      return adopt(existing, settings);
     }
     if (catalog instanceof SupportsNamespaces ns && !ns.namespaceExists(id.namespace())) {
       try {
@@ -118,6 +132,9 @@ public final class TableCreator {
     props.put(TableProperties.COMMIT_MAX_RETRY_WAIT_MS, "5000");
     props.put(TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED, "true");
     props.put(TableProperties.METADATA_PREVIOUS_VERSIONS_MAX, "100");
+    if (settings.derivedFilesLocation() != null) {
+      props.put(DerivedFiles.PROPERTY, settings.derivedFilesLocation());
+    }
     // Exact (untruncated) bounds on the keys, so the merge can skip files that cannot hold a key.
     for (String key : keyTypes.keySet()) {
       props.put(TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX + key, "full");

@@ -110,6 +110,7 @@ public final class MaintenanceHandler implements RequestStreamHandler {
       return;
     }
     result = new Maintenance(table, settings.options(), settings.stagingUri(), clock)
+        .managedStorage(settings.catalog().isS3Tables())
         .run(request.tasks(), request.dryRun());
     if (!result.dryRun()) {
       metricsOut.accept(metrics(result).toString());
