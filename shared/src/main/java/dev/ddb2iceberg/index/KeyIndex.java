@@ -60,27 +60,37 @@ public final class KeyIndex {
 
   /**
    * Which index describes a snapshot: the manifest the nearest snapshot names, walking back only
-   * through maintenance snapshots, plus the moves deltas of those (oldest first).
+   * through snapshots that moved rows without changing any (maintenance), plus what each of those
+   * moved, oldest first.
    *
    * @param manifest the manifest, or null when the index must be rebuilt ({@code why} says why)
    */
-  public record Resolved(String manifest, List<String> moves, String why) {}
+  public record Resolved(String manifest, List<Step> steps, String why) {}
+
+  /**
+   * One rewrite after the named index: our compaction's moves delta ({@code moves}), or a rewrite
+   * by another writer ({@code rewrittenBy}, a snapshot id: S3 Tables' or Spark's compaction), whose
+   * new data files must be read to learn where their rows went.
+   */
+  public record Step(String moves, Long rewrittenBy) {}
 
   public static Resolved resolve(Table table, Snapshot snapshot) {
-    List<String> moves = new ArrayList<>();
+    List<Step> steps = new ArrayList<>();
     for (Snapshot s = snapshot; s != null; s = s.parentId() == null ? null : table.snapshot(s.parentId())) {
       String manifest = manifestOf(s);
       if (manifest != null) {
-        java.util.Collections.reverse(moves);
-        return new Resolved(manifest, moves, null);
+        java.util.Collections.reverse(steps);
+        return new Resolved(manifest, steps, null);
       }
       String moved = s.summary().get(MOVES);
-      if (moved == null) {
+      if (moved == null && org.apache.iceberg.DataOperations.REPLACE.equals(s.operation())) {
+        // Another writer's rewrite: it moved rows (and may have applied deletes) but changed no item.
+        steps.add(new Step(null, s.snapshotId()));
+      } else if (moved == null) {
         return new Resolved(null, List.of(), "snapshot " + s.snapshotId() + " (" + s.operation() + ") names no key"
             + " index: the first merge with the index, or a commit by another writer");
-      }
-      if (!NO_MOVES.equals(moved)) {
-        moves.add(moved);
+      } else if (!NO_MOVES.equals(moved)) {
+        steps.add(new Step(moved, null));
       }
     }
     return new Resolved(null, List.of(), "no snapshot back to the oldest kept one names a key index");
@@ -117,22 +127,22 @@ public final class KeyIndex {
     return new KeyIndex(table.io(), manifestLocation, IndexManifest.read(table.io(), manifestLocation), cache);
   }
 
-  /** Opens a resolved index: its manifest's files plus the moves deltas after it, as deltas. */
-  public static KeyIndex open(Table table, Resolved resolved, IndexCache cache) {
-    KeyIndex index = open(table, resolved.manifest(), cache);
-    if (resolved.moves().isEmpty()) {
+  /** Opens an index: a manifest's files plus later moves deltas (oldest first), as deltas. */
+  public static KeyIndex open(Table table, String manifest, List<String> moves, IndexCache cache) {
+    KeyIndex index = open(table, manifest, cache);
+    if (moves.isEmpty()) {
       return index;
     }
     IndexManifest m = index.manifest;
     List<String> deltas = new ArrayList<>(m.deltas());
     long entries = m.deltaEntries();
     long bytes = m.bytes();
-    for (String move : resolved.moves()) {
+    for (String move : moves) {
       deltas.add(move);
       entries += index.load(move).size();
       bytes += table.io().newInputFile(move).getLength();
     }
-    return new KeyIndex(table.io(), resolved.manifest(),
+    return new KeyIndex(table.io(), manifest,
         new IndexManifest(1, m.parts(), m.base(), deltas, m.baseEntries(), entries, bytes), cache);
   }
 

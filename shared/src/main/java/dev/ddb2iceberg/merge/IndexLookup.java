@@ -51,8 +51,9 @@ final class IndexLookup implements LiveRowLookup {
   private final int parts;
   private final long buildMemoryBytes;
   private Long baseSnapshotId;
+  private int rewrittenFilesRead; // data files read to follow other writers' rewrites
   private KeyIndex index; // the base snapshot's index: trusted, or rebuilt
-  private final List<String> rebuiltFiles = new ArrayList<>(); // parts a rebuild wrote, committed with the next version
+  private final List<String> writtenFiles = new ArrayList<>(); // index files this attempt wrote (a rebuild's parts, moves)
 
   /** @param buildMemoryBytes memory a rebuild may use; past it, it makes several passes */
   IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes) {
@@ -85,7 +86,11 @@ final class IndexLookup implements LiveRowLookup {
       why = resolved.why();
     } else {
       try {
-        index = KeyIndex.open(table, resolved, cache);
+        List<String> moves = new ArrayList<>();
+        for (KeyIndex.Step step : resolved.steps()) {
+          moves.add(step.moves() != null ? step.moves() : movesOfRewrite(table, layout, step.rewrittenBy(), tasks));
+        }
+        index = KeyIndex.open(table, manifest, moves, cache);
         hits = index.lookup(encoded, pool);
         for (IndexEntries.Entry e : hits.values()) {
           if (!tasks.containsKey(e.file())) {
@@ -98,7 +103,7 @@ final class IndexLookup implements LiveRowLookup {
         why = damaged.getMessage();
       }
     }
-    int filesRead = 0;
+    int filesRead = rewrittenFilesRead;
     if (why != null) {
       rebuild(table, layout, tasks, why);
       hits = index.lookup(encoded, pool);
@@ -140,16 +145,39 @@ final class IndexLookup implements LiveRowLookup {
       rebuild(table, layout, plan(table, baseSnapshotId), damaged.getMessage());
       next = index.withChanges(table, delta, pool);
     }
-    List<String> files = new ArrayList<>(rebuiltFiles);
+    List<String> files = new ArrayList<>(writtenFiles);
     files.addAll(next.files());
     return new Recorded(Map.of(KeyIndex.PROPERTY, next.manifest()), files);
+  }
+
+  /**
+   * Where another writer's rewrite (S3 Tables' or Spark's compaction) put the rows it moved: the
+   * keys of the data files it added that the base snapshot still holds (with their deletes), read
+   * once and written as a moves delta, which the next index version names like our own
+   * compaction's. Its cost follows what was rewritten, not the table. A rewrite that dropped rows
+   * leaves entries pointing to files that are gone; a lookup that meets one rebuilds the index.
+   */
+  private String movesOfRewrite(Table table, TableLayout layout, long snapshotId, Map<String, FileScanTask> tasks) {
+    List<FileScanTask> added = new ArrayList<>();
+    for (org.apache.iceberg.DataFile f : table.snapshot(snapshotId).addedDataFiles(table.io())) {
+      FileScanTask task = tasks.get(f.location());
+      if (task != null) {
+        added.add(task); // a file a later rewrite replaced again is that rewrite's to move
+      }
+    }
+    LOG.info("Snapshot {} by another writer rewrote data files: reading the keys of the {} it added, to move their"
+        + " rows in the key index", snapshotId, added.size());
+    String path = KeyIndex.writeMoves(table, IndexRebuild.entriesOf(table, layout, added, pool), cache);
+    writtenFiles.add(path);
+    rewrittenFilesRead += added.size();
+    return path;
   }
 
   /** Rebuilds the base snapshot's index from its data files, saying why in one line. */
   private void rebuild(Table table, TableLayout layout, Map<String, FileScanTask> tasks, String why) {
     LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(), why);
     KeyIndex.Build build = IndexRebuild.build(table, layout, tasks.values(), parts, buildMemoryBytes, cache, pool);
-    rebuiltFiles.addAll(build.files());
+    writtenFiles.addAll(build.files());
     index = build.finish();
   }
 

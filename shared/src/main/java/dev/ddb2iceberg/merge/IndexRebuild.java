@@ -84,6 +84,18 @@ final class IndexRebuild {
     return build;
   }
 
+  /** The entries of every live row of these data files (a few files: one builder, one pass). */
+  static IndexEntries entriesOf(Table table, TableLayout layout, Collection<FileScanTask> tasks, ExecutorService pool) {
+    IndexEntries.Builder[] all = {new IndexEntries.Builder()};
+    Schema projection = keyProjection(table, layout);
+    List<Future<?>> reads = new ArrayList<>();
+    for (FileScanTask task : tasks) {
+      reads.add(pool.submit(() -> readInto(table, layout, task, projection, 1, 0, all)));
+    }
+    reads.forEach(r -> Futures.join(r, "reading rewritten data files for the key index"));
+    return all[0].build();
+  }
+
   /** Reads one data file's key columns, adding each live row whose part is in this pass to its builder. */
   private static void readInto(Table table, TableLayout layout, FileScanTask task, Schema projection, int parts,
       int from, IndexEntries.Builder[] builders) {

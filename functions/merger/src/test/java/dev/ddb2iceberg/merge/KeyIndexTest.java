@@ -223,6 +223,67 @@ class KeyIndexTest {
     }
   }
 
+  /**
+   * Another writer's compaction, as S3 Tables' or Spark's would be: every data file rewritten, its
+   * deletes applied, rows in a new order (so old positions are wrong), committed as a plain
+   * {@code replace} that says nothing of the key index.
+   */
+  private void rewriteEverythingAsAnotherWriter() throws java.io.IOException {
+    Table table = table();
+    java.util.Set<org.apache.iceberg.DataFile> old = new java.util.HashSet<>();
+    java.util.Set<org.apache.iceberg.DeleteFile> oldDeletes = new java.util.HashSet<>();
+    List<org.apache.iceberg.data.Record> rows = new ArrayList<>();
+    try (var tasks = table.newScan().planFiles()) {
+      for (org.apache.iceberg.FileScanTask task : tasks) {
+        old.add(task.file());
+        oldDeletes.addAll(task.deletes());
+        try (var read = dev.ddb2iceberg.table.TaskRows.read(table, task, table.schema())) {
+          read.forEach(r -> rows.add(r.copy()));
+        }
+      }
+    }
+    java.util.Collections.shuffle(rows, new java.util.Random(7));
+    var writers = new org.apache.iceberg.data.GenericFileWriterFactory.Builder(table)
+        .dataFileFormat(org.apache.iceberg.FileFormat.PARQUET).build();
+    var files = org.apache.iceberg.io.OutputFileFactory.builderFor(table, 9, 9)
+        .format(org.apache.iceberg.FileFormat.PARQUET).build();
+    var writer = new org.apache.iceberg.io.FanoutDataWriter<org.apache.iceberg.data.Record>(writers, files, table.io(),
+        128L << 20);
+    var partition = new org.apache.iceberg.PartitionKey(table.spec(), table.schema());
+    var wrapper = new org.apache.iceberg.data.InternalRecordWrapper(table.schema().asStruct());
+    try (writer) {
+      for (org.apache.iceberg.data.Record row : rows) {
+        partition.partition(wrapper.wrap(row));
+        writer.write(row, table.spec(), partition);
+      }
+    }
+    table.newRewrite()
+        .validateFromSnapshot(table.currentSnapshot().snapshotId())
+        .rewriteFiles(old, oldDeletes, java.util.Set.copyOf(writer.result().dataFiles()), java.util.Set.of())
+        .commit();
+  }
+
+  @Test
+  void aRewriteByAnotherWriterIsFollowedByReadingOnlyTheFilesItWroteNotRebuilt() throws Exception {
+    KeyedWorkload w = new KeyedWorkload(19, 200);
+    for (int run = 0; run < 3; run++) {
+      stage(w.next(200));
+      merge();
+    }
+    rewriteEverythingAsAnotherWriter();
+    assertNull(table().currentSnapshot().summary().get(KeyIndex.MOVES), "the rewrite says nothing of the index");
+    // The lookup follows the rewrite: the answer equals the scan's, row for row (new files, new positions).
+    LiveRowLookup.Found found = assertIndexAgreesWithScan(w, 220);
+    assertTrue(found.filesRead() > 0 && found.filesRead() <= found.filesInTable(),
+        "it read the rewrite's new files: " + found.filesRead() + " of " + found.filesInTable());
+    stage(w.next(200));
+    List<String> messages = mergeLogging(settings.options());
+    assertTrue(messages.stream().noneMatch(m -> m.startsWith("Rebuilding")), () -> "no rebuild: " + messages);
+    assertTrue(messages.stream().anyMatch(m -> m.contains("by another writer rewrote data files")), messages::toString);
+    assertIndexAgreesWithScan(w, 220);
+    assertTableEqualsModel();
+  }
+
   @Test
   void aCommitByAnotherWriterMakesTheNextMergeRebuildTheIndex() {
     KeyedWorkload w = new KeyedWorkload(17, 200);
