@@ -149,7 +149,7 @@ final class ChangeApplier {
     MergeWriter.Written written = writer.writeRows(rows, layout.keyOrder(), pool);
     List<DataFile> dataFiles = written.files();
     long tDeletes = System.nanoTime();
-    DeleteWriteResult deletes = writer.writeDeletes(positional);
+    DeleteWriteResult deletes = writer.writeDeletes(positional, pool);
     LiveRowLookup.Recorded recorded = lookup.record(table, layout, written.rows(), removedKeys);
     long tCommit = System.nanoTime();
 

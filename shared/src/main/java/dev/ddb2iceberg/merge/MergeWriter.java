@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -31,6 +32,7 @@ import org.apache.iceberg.io.ClusteredDataWriter;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FanoutPositionOnlyDeleteWriter;
 import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.util.CharSequenceSet;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeMap;
 
@@ -41,6 +43,8 @@ import org.apache.iceberg.util.StructLikeMap;
  */
 final class MergeWriter {
   private static final long TARGET_FILE_SIZE = 256L << 20;
+  /** File-scoped delete files written side by side (each costs its own S3 round trips). */
+  private static final int DELETE_WRITERS = 8;
 
   private final Table table;
   private final String runId;
@@ -122,20 +126,53 @@ final class MergeWriter {
   }
 
   /** Deletes for these rows; the result also names delete files they replace (v3 DVs). */
-  DeleteWriteResult writeDeletes(List<LiveRow> rows) {
+  DeleteWriteResult writeDeletes(List<LiveRow> rows, ExecutorService pool) {
     if (rows.isEmpty()) {
       return new DeleteWriteResult(List.of());
     }
-    return TableUtil.formatVersion(table) >= 3 ? writeDeletionVectors(rows) : writePositionDeletes(rows);
+    return TableUtil.formatVersion(table) >= 3 ? writeDeletionVectors(rows) : writePositionDeletes(rows, pool);
   }
 
-  private DeleteWriteResult writePositionDeletes(List<LiveRow> rows) {
+  /**
+   * File-scoped deletes are one small file per data file touched (a hundred or more for a merge of
+   * random keys): written side by side, each writer taking a share of the data files, since each
+   * file costs its own round trips to S3. Partition-scoped ones go through one writer.
+   */
+  private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, ExecutorService pool) {
+    DeleteGranularity granularity = deleteGranularity(table);
+    Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
+    rows.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
+    int shares = granularity == DeleteGranularity.FILE ? Math.min(DELETE_WRITERS, byFile.size()) : 1;
+    List<List<LiveRow>> split = new ArrayList<>();
+    for (int i = 0; i < shares; i++) {
+      split.add(new ArrayList<>());
+    }
+    int next = 0;
+    for (List<LiveRow> fileRows : byFile.values()) {
+      split.get(next++ % shares).addAll(fileRows);
+    }
+    List<Future<DeleteWriteResult>> writes = new ArrayList<>();
+    for (List<LiveRow> share : split) {
+      int id = taskId++;
+      writes.add(pool.submit(() -> writePositionDeletes(share, id, granularity)));
+    }
+    List<DeleteFile> files = new ArrayList<>();
+    CharSequenceSet referenced = CharSequenceSet.empty();
+    for (Future<DeleteWriteResult> w : writes) {
+      DeleteWriteResult r = Futures.join(w, "writing position deletes");
+      files.addAll(r.deleteFiles());
+      referenced.addAll(r.referencedDataFiles());
+    }
+    return new DeleteWriteResult(files, referenced);
+  }
+
+  private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, int writerId, DeleteGranularity granularity) {
     GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
         .deleteFileFormat(FileFormat.PARQUET).build();
-    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 0, writerId).operationId(runId)
         .format(FileFormat.PARQUET).suffix("deletes").build();
     FanoutPositionOnlyDeleteWriter<Record> writer = new FanoutPositionOnlyDeleteWriter<>(
-        writers, files, table.io(), TARGET_FILE_SIZE, deleteGranularity(table));
+        writers, files, table.io(), TARGET_FILE_SIZE, granularity);
     PositionDelete<Record> delete = PositionDelete.create();
     try (writer) {
       for (LiveRow row : rows) {
@@ -149,15 +186,17 @@ final class MergeWriter {
   }
 
   /**
-   * Format v2's position deletes go in one file per partition a merge touches (partition-scoped),
-   * unless the table's {@code write.delete.granularity} says {@code file}. Measured on our merges
-   * (BENCHMARKS.md, "Delete files"): a merge touches most data files, so file-scoped deletes mean a
-   * small file for each of them: 2.4x slower merges and 7x more delete files for compaction and S3
-   * requests, for an 18% faster full read. Format v3 writes one deletion vector per data file anyway.
+   * Format v2's position deletes go in one file per data file touched (file-scoped), unless the
+   * table's {@code write.delete.granularity} says {@code partition}. Measured on our merges
+   * (BENCHMARKS.md, "Delete files"): partition-scoped files make merges 2.4x faster and leave 7x
+   * fewer files, but such a file also applies to the data files its own merge wrote into the
+   * partition, so compaction cannot drop it until those are rewritten too, and every reader of the
+   * partition keeps reading it. A file-scoped one goes with its data file (when compaction rewrites
+   * it, or a merge drops it) and maps one for one to a v3 deletion vector.
    */
   static DeleteGranularity deleteGranularity(Table table) {
     String set = table.properties().get(TableProperties.DELETE_GRANULARITY);
-    return set == null ? DeleteGranularity.PARTITION : DeleteGranularity.fromString(set);
+    return set == null ? DeleteGranularity.FILE : DeleteGranularity.fromString(set);
   }
 
   /**
