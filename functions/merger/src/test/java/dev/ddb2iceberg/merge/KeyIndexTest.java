@@ -367,6 +367,40 @@ class KeyIndexTest {
   }
 
   @Test
+  void deltasAreMergedIntoOneUntilTheyHoldTwoPercentOfThePartsAndOnlyThenFolded() {
+    KeyedWorkload w = new KeyedWorkload(23, 4000);
+    stage(w.next(4000));
+    merge();
+    var first = currentManifest();
+    long baseEntries = first.baseEntries();
+    assertTrue(baseEntries > 1000, "the first merge built the parts: " + first);
+    for (int run = 1; run <= KeyIndex.MAX_DELTAS + 1; run++) { // one change a merge: far below 2% of the parts
+      stage(w.next(1));
+      merge();
+    }
+    var merged = currentManifest();
+    assertEquals(1, merged.deltas().size(), "past 16 deltas they were merged into one: " + merged);
+    assertEquals(first.base(), merged.base(), "no part was rewritten");
+    assertIndexAgreesWithScan(w, 4100);
+    // Enough changes to pass 2% of the parts: the next time deltas pile up, they are folded.
+    stage(w.next((int) (KeyIndex.FOLD_SHARE * baseEntries) + 50));
+    merge();
+    for (int run = 1; run < KeyIndex.MAX_DELTAS; run++) {
+      stage(w.next(1));
+      merge();
+    }
+    var folded = currentManifest();
+    assertTrue(folded.deltas().size() < KeyIndex.MAX_DELTAS && !folded.base().equals(first.base()),
+        "the deltas were folded into the parts: " + folded);
+    assertIndexAgreesWithScan(w, 4100);
+    assertTableEqualsModel();
+  }
+
+  private dev.ddb2iceberg.index.IndexManifest currentManifest() {
+    return KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0)).manifest();
+  }
+
+  @Test
   void aDamagedPartMetOnlyWhenFoldingDeltasIsRebuiltNotAFailedRunForever() {
     KeyedWorkload w = new KeyedWorkload(18, 150);
     stage(w.next(150));
