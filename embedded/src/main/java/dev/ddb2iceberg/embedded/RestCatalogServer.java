@@ -106,6 +106,18 @@ public final class RestCatalogServer implements AutoCloseable {
     return List.copyOf(authorizations);
   }
 
+  /**
+   * The {@code Authorization} headers so far that are not an AWS SigV4 signature for this service
+   * and region with this access key (empty when every request was signed so); a test asserts it
+   * is empty after checking that requests were made at all.
+   */
+  public List<String> requestsNotSignedFor(String service, String region, String accessKey) {
+    Pattern signed = Pattern.compile("AWS4-HMAC-SHA256 Credential=" + Pattern.quote(accessKey) + "/\\d{8}/"
+        + Pattern.quote(region) + "/" + Pattern.quote(service)
+        + "/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}");
+    return authorizations.stream().filter(a -> !signed.matcher(a).matches()).toList();
+  }
+
   private void handle(HttpExchange exchange) throws IOException {
     try (exchange) {
       authorizations.add(Objects.requireNonNullElse(exchange.getRequestHeaders().getFirst("Authorization"), ""));
