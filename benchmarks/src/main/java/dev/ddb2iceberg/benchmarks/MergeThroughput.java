@@ -65,6 +65,8 @@ public final class MergeThroughput {
    * tables of 100M rows on one disk; the lookup's cost depends on the keys, not the payload.
    */
   private static final boolean NARROW = Boolean.getBoolean("bench.narrow");
+  /** {@code -Dbench.steadyMerges=N}: N more timed merges after the measured one (mean, p95, max). */
+  private static final int STEADY_MERGES = Integer.getInteger("bench.steadyMerges", 0);
   private static final String MODE = (KEY_INDEX ? ", key index" : ", key columns scanned") + (PRIME > 0 ? ", warm" : "")
       + (NARROW ? ", narrow items" : "");
   private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
@@ -196,9 +198,28 @@ public final class MergeThroughput {
       }
     }
     System.out.printf("%,d rows: %s%n", rows, result);
+    if (STEADY_MERGES > 0) {
+      // A long steady state: the index's upkeep (merging deltas, folding them into the parts) comes
+      // every so many merges, so the mean and the slowest merge tell more than one merge does.
+      List<Double> times = new ArrayList<>();
+      for (int m = 0; m < STEADY_MERGES; m++) {
+        stage(stager, rows, changes, PRIME + changes * (m + 2), random);
+        long m0 = System.nanoTime();
+        new Merger(catalog, tableSettings, store, options).run();
+        times.add((System.nanoTime() - m0) / 1e9);
+      }
+      double mean = times.stream().mapToDouble(Double::doubleValue).average().orElse(0);
+      double max = times.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+      List<Double> sorted = times.stream().sorted().toList();
+      double p95 = sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(sorted.size() * 0.95) - 1));
+      System.out.printf("%d more merges of %,d changes: mean %.2f s, p95 %.2f s, max %.2f s%n", STEADY_MERGES, changes,
+          mean, p95, max);
+      Results.report(String.format("merger, %d steady-state merges of %,d changes into %,d rows%s", STEADY_MERGES,
+          changes, rows, MODE), "<= 1.0 s", String.format("mean %.2f s, p95 %.2f s, max %.2f s", mean, p95, max));
+    }
     if (keyIndex && PRIME > 0) {
       // A fresh container: the same size of merge with nothing cached, every index part read from S3.
-      stage(stager, rows, PRIME, PRIME + changes, random);
+      stage(stager, rows, PRIME, PRIME + changes * (STEADY_MERGES + 2), random); // after the steady merges
       long c0 = System.nanoTime();
       MergeResult cold = new Merger(catalog, tableSettings, store, options.withoutKeyIndexCache()).run();
       double coldSeconds = (System.nanoTime() - c0) / 1e9;
