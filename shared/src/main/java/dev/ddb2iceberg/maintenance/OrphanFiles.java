@@ -2,6 +2,7 @@ package dev.ddb2iceberg.maintenance;
 
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.table.DerivedFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Instant;
@@ -17,7 +18,6 @@ import org.apache.iceberg.ManifestFiles;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.ReachableFileUtil;
 import org.apache.iceberg.Snapshot;
-import dev.ddb2iceberg.table.DerivedFiles;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.FileIO;
