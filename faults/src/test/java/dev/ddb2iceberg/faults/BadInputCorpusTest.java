@@ -303,12 +303,13 @@ class BadInputCorpusTest {
     return Stream.of(
         Arguments.of("STAGING_BUCKET", null, "STAGING_BUCKET is not set"),
         Arguments.of("S3_ENDPOINT", "localhost:9000", "S3_ENDPOINT='localhost:9000' is not a URL"),
-        Arguments.of("CATALOG_TYPE", "hive", "CATALOG_TYPE='hive' is not glue, rest or jdbc"),
+        Arguments.of("CATALOG_TYPE", "hive", "CATALOG_TYPE='hive' is not glue, s3tables, rest or jdbc"),
         Arguments.of("CATALOG_URI", null, "CATALOG_URI is not set"),
         Arguments.of("TABLE_NAME", "Orders", "TABLE_NAME='Orders' must be lower-case"),
         Arguments.of("TABLE_NAMESPACE", "my-db", "TABLE_NAMESPACE='my-db' must be lower-case"),
         Arguments.of("TABLE_FORMAT_VERSION", "4", "TABLE_FORMAT_VERSION=4 is not supported"),
         Arguments.of("TABLE_LOCATION", "/tmp/orders", "TABLE_LOCATION='/tmp/orders' is not an S3 location"),
+        Arguments.of("DERIVED_FILES_LOCATION", "tables/orders", "DERIVED_FILES_LOCATION='tables/orders' is not an S3 location"),
         Arguments.of("COLUMN_TYPES", "price=money", "'money' for attribute price is not a type"),
         Arguments.of("ITEM_VARIANT_COLUMN", "true", "needs TABLE_FORMAT_VERSION=3"),
         Arguments.of("MAX_CHANGES_PER_RUN", "lots", "MAX_CHANGES_PER_RUN='lots' is not a positive whole number"),
@@ -327,6 +328,18 @@ class BadInputCorpusTest {
     }
     ConfigurationException e = assertThrows(ConfigurationException.class, this::mergerSettings);
     assertTrue(e.getMessage().contains(message), "expected '" + message + "' in: " + e.getMessage());
+  }
+
+  @Test
+  void anS3TablesCatalogWithAMalformedBucketArnIsNamed() {
+    env.put("CATALOG_TYPE", "s3tables");
+    env.put("TABLE_BUCKET_ARN", "arn:aws:s3:::orders-lake"); // a general purpose bucket's ARN
+    ConfigurationException e = assertThrows(ConfigurationException.class, this::mergerSettings);
+    assertTrue(e.getMessage().contains("TABLE_BUCKET_ARN='arn:aws:s3:::orders-lake' is not a table bucket ARN"),
+        e.getMessage());
+    env.remove("TABLE_BUCKET_ARN");
+    e = assertThrows(ConfigurationException.class, this::mergerSettings);
+    assertTrue(e.getMessage().contains("TABLE_BUCKET_ARN"), e.getMessage());
   }
 
   @Test
