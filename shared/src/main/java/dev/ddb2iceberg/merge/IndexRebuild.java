@@ -19,7 +19,6 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,7 +53,7 @@ final class IndexRebuild {
     LOG.info("Building the key index of up to {} rows in {} data files: {} parts, {} pass(es) over the key columns"
         + " ({} MB memory budget)", rows, tasks.size(), parts, passes, memoryBytes >> 20);
     KeyIndex.Build build = KeyIndex.newBuild(table, parts, cache);
-    Schema projection = keyProjection(table, layout);
+    Schema projection = ScanLookup.keyColumns(table, layout);
     for (int pass = 0; pass < passes; pass++) {
       long t0 = System.nanoTime();
       int from = pass * partsPerPass;
@@ -87,7 +86,7 @@ final class IndexRebuild {
   /** The entries of every live row of these data files (a few files: one builder, one pass). */
   static IndexEntries entriesOf(Table table, TableLayout layout, Collection<FileScanTask> tasks, ExecutorService pool) {
     IndexEntries.Builder[] all = {new IndexEntries.Builder()};
-    Schema projection = keyProjection(table, layout);
+    Schema projection = ScanLookup.keyColumns(table, layout);
     List<Future<?>> reads = new ArrayList<>();
     for (FileScanTask task : tasks) {
       reads.add(pool.submit(() -> readInto(table, layout, task, projection, 1, 0, all)));
@@ -116,15 +115,5 @@ final class IndexRebuild {
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
-  }
-
-  /** The key columns, the sequence column and the row position. */
-  private static Schema keyProjection(Table table, TableLayout layout) {
-    Schema schema = table.schema();
-    List<Types.NestedField> projected = new ArrayList<>();
-    layout.keyNames().forEach(k -> projected.add(schema.findField(k)));
-    projected.add(schema.findField(TableLayout.SEQ));
-    projected.add(MetadataColumns.ROW_POSITION);
-    return new Schema(projected);
   }
 }

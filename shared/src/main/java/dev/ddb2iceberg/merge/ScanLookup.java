@@ -97,21 +97,24 @@ final class ScanLookup implements LiveRowLookup {
     return new Found(found, liveRowsByFile, files, candidates.size());
   }
 
+  /** What finding live rows reads of a data file: the key columns, the sequence column and the row position. */
+  static Schema keyColumns(Table table, TableLayout layout) {
+    Schema schema = table.schema();
+    List<Types.NestedField> projected = new ArrayList<>();
+    layout.keyNames().forEach(k -> projected.add(schema.findField(k)));
+    projected.add(schema.findField(TableLayout.SEQ));
+    projected.add(MetadataColumns.ROW_POSITION);
+    return new Schema(projected);
+  }
+
   /** One file's rows of the wanted keys, and how many live rows it has in all. */
   private record FileRows(String location, long liveRows, List<Map.Entry<List<Object>, LiveRow>> matches) {}
 
   private static FileRows read(Table table, TableLayout layout, FileScanTask task, Set<List<Object>> wanted)
       throws IOException {
-    Schema schema = table.schema();
-    List<Types.NestedField> projected = new ArrayList<>();
-    for (String key : layout.keyNames()) {
-      projected.add(schema.findField(key));
-    }
-    projected.add(schema.findField(TableLayout.SEQ));
-    projected.add(MetadataColumns.ROW_POSITION);
     List<Map.Entry<List<Object>, LiveRow>> out = new ArrayList<>();
     long live = 0;
-    try (CloseableIterable<Record> rows = TaskRows.read(table, task, new Schema(projected))) {
+    try (CloseableIterable<Record> rows = TaskRows.read(table, task, keyColumns(table, layout))) {
       for (Record row : rows) {
         live++;
         List<Object> key = layout.keyOf(row);
