@@ -75,6 +75,16 @@ public final class StagingStore {
     return out;
   }
 
+  /**
+   * Whether anything waits under the staging prefix: one LIST of a few keys, the cheap question a
+   * continuous merger asks between merges (an object already applied but not yet deleted counts;
+   * the next merge deletes it).
+   */
+  public boolean anyStaged() {
+    return s3.listObjectsV2(b -> b.bucket(bucket).prefix(stagingPrefix).maxKeys(20)).contents().stream()
+        .anyMatch(o -> StagedObjectName.parse(stagingPrefix, o.key()) != null);
+  }
+
   public List<Change> read(StagedObjectName name) {
     byte[] bytes = s3.getObjectAsBytes(b -> b.bucket(bucket).key(name.key())).asByteArray();
     return StagedFormat.read(bytes, name.key());

@@ -4,9 +4,11 @@ import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.ExportLoadResult;
 import dev.ddb2iceberg.merge.ExportLoader;
 import dev.ddb2iceberg.merge.MergeOptions;
@@ -21,6 +23,7 @@ import java.io.OutputStream;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -33,7 +36,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 /**
  * Lambda entry point, run by an EventBridge schedule. Accepts a schedule rule's
  * {@code ScheduledEvent} (whose {@code detail} is the input), the plain JSON input that EventBridge
- * Scheduler delivers, or nothing. Input fields (all optional): {@code maxChanges}.
+ * Scheduler delivers, or nothing. Input fields (all optional): {@code maxChanges}, and
+ * {@code scheduledTime} (the schedule's time for this run, which bounds a continuous run).
  * Returns the run's {@link MergeResult} as JSON. With {@code loadExport} it loads a DynamoDB export
  * instead (see {@link #loadExport}) and returns an {@link ExportLoadResult}.
  */
@@ -41,7 +45,9 @@ public final class MergerHandler implements RequestStreamHandler {
   private static final Logger LOG = LoggerFactory.getLogger(MergerHandler.class);
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Set<String> INPUT_FIELDS =
-      Set.of("maxChanges", "loadExport", "keys", "marginMinutes", "skipHandOffCheck");
+      Set.of("maxChanges", "loadExport", "keys", "marginMinutes", "skipHandOffCheck", "scheduledTime");
+  /** Time a continuous run leaves itself before the Lambda's own deadline. */
+  private static final Duration CONTINUOUS_RESERVE = Duration.ofSeconds(5);
   /** Time a load run leaves itself before the Lambda's deadline to finish its last chunk's commit. */
   private static final Duration LOAD_RESERVE = Duration.ofSeconds(45);
   /** A load's deadline when there is no Lambda context (a local run). */
@@ -53,6 +59,8 @@ public final class MergerHandler implements RequestStreamHandler {
   // System.out as it is at each print (not a method reference, which would keep the stream of
   // construction time): the local runtime points it away from its own output while functions run.
   private Consumer<String> metricsOut = line -> System.out.println(line);
+  private Clock clock = Clock.systemUTC();
+  private ContinuousMerge.Pause pause = ContinuousMerge.Pause.sleeping(clock);
 
   /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
   public MergerHandler() {
@@ -83,17 +91,72 @@ public final class MergerHandler implements RequestStreamHandler {
         JSON.writeValue(output, loadExport(detail, options, context));
         return;
       }
-      MergeResult result;
-      try {
-        result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
-      } catch (RuntimeException e) {
-        LOG.atError().setCause(e).log("Merge run failed; nothing it did is lost, the next run starts from the"
-            + " table's checkpoint");
-        throw e;
+      if (settings.continuous().continuous()) {
+        JSON.writeValue(output, continuous(options, scheduledTime(detail), context));
+        return;
       }
-      metricsOut.accept(metrics(result).toString());
-      JSON.writeValue(output, result);
+      JSON.writeValue(output, mergeOnce(options));
     }
+  }
+
+  /** One merge, its metrics printed. */
+  private MergeResult mergeOnce(MergeOptions options) {
+    MergeResult result;
+    try {
+      result = new Merger(catalog, settings.table(), new StagingStore(s3, settings.staging()), options).run();
+    } catch (RuntimeException e) {
+      LOG.atError().setCause(e).log("Merge run failed; nothing it did is lost, the next run starts from the"
+          + " table's checkpoint");
+      throw e;
+    }
+    metricsOut.accept(metrics(result).toString());
+    return result;
+  }
+
+  /**
+   * Continuous mode ({@link ContinuousMerge}): merges until shortly before the next scheduled run.
+   * Its merges must commit by the scheduled time plus MERGE_RUN_SECONDS, and within the Lambda's
+   * own time; the schedule passes its scheduled time in the input (else the invocation's start counts).
+   */
+  private ObjectNode continuous(MergeOptions options, Instant scheduledTime, Context context) {
+    Instant deadline = scheduledTime.plus(settings.continuous().runLength());
+    if (context != null) {
+      Instant lambdaDeadline = clock.instant().plusMillis(context.getRemainingTimeInMillis()).minus(CONTINUOUS_RESERVE);
+      deadline = lambdaDeadline.isBefore(deadline) ? lambdaDeadline : deadline;
+    }
+    StagingStore store = new StagingStore(s3, settings.staging());
+    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), () -> mergeOnce(options), store::anyStaged,
+        clock, pause).run(deadline);
+    ObjectNode out = JSON.createObjectNode();
+    out.put("mode", "continuous");
+    out.put("stoppedBecause", run.stoppedBecause().name());
+    out.put("deadline", run.deadline().toString());
+    out.put("commits", run.commits());
+    out.put("changesApplied", run.changesApplied());
+    out.put("longestMergeMillis", run.longestMergeMillis());
+    out.set("merges", JSON.valueToTree(run.merges()));
+    return out;
+  }
+
+  /** The schedule's time for this run, from the input's scheduledTime; now when there is none. */
+  private Instant scheduledTime(JsonNode detail) {
+    JsonNode t = detail.path("scheduledTime");
+    if (t.isMissingNode() || t.isNull()) {
+      return clock.instant();
+    }
+    try {
+      return Instant.parse(t.asText());
+    } catch (DateTimeParseException e) {
+      throw new IllegalArgumentException("Merger input scheduledTime=" + t + " is not an ISO-8601 UTC time such as"
+          + " 2026-11-30T12:00:00Z (the template passes <aws.scheduler.scheduled-time>).");
+    }
+  }
+
+  /** Testing hook: the clock and the wait continuous mode uses (the system clock and a sleep otherwise). */
+  MergerHandler timing(Clock clock, ContinuousMerge.Pause pause) {
+    this.clock = clock;
+    this.pause = pause;
+    return this;
   }
 
   /**

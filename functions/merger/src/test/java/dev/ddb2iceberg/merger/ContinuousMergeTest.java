@@ -1,0 +1,329 @@
+package dev.ddb2iceberg.merger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.amazonaws.services.lambda.runtime.ClientContext;
+import com.amazonaws.services.lambda.runtime.CognitoIdentity;
+import com.amazonaws.services.lambda.runtime.Context;
+import com.amazonaws.services.lambda.runtime.LambdaLogger;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.config.ConfigurationException;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.merge.ContinuousMerge;
+import dev.ddb2iceberg.merge.MergeResult;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.workload.KeyedWorkload;
+import dev.ddb2iceberg.workload.StreamEvents;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Continuous mode against the real merger (embedded S3 over HTTP, the SQLite catalog). Time is a
+ * clock the test moves: a merge "takes" the time the test says, and the loop's waits move the clock
+ * to the time waited for, during which the stream stages what the test has it stage. So deadlines
+ * are checked exactly, without sleeping or timing anything.
+ */
+@ExtendWith(S3ServerExtension.class)
+class ContinuousMergeTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Instant T0 = Instant.parse("2026-11-30T12:00:00Z");
+
+  @TempDir Path dir;
+  private final Map<String, String> env = new HashMap<>();
+  private final ExpectedTable model = new ExpectedTable();
+  private final KeyedWorkload workload = new KeyedWorkload(7, 200);
+  private MergerSettings settings;
+  private Catalog catalog;
+  private StagingStore store;
+  private EmbeddedS3Server server;
+  private final MovableClock clock = new MovableClock(T0);
+
+  /** A clock only the test moves. */
+  static final class MovableClock extends Clock {
+    private Instant now;
+
+    MovableClock(Instant now) {
+      this.now = now;
+    }
+
+    void set(Instant t) {
+      if (t.isAfter(now)) {
+        now = t;
+      }
+    }
+
+    void advance(Duration d) {
+      now = now.plus(d);
+    }
+
+    @Override
+    public Instant instant() {
+      return now;
+    }
+
+    @Override
+    public ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(ZoneId zone) {
+      return this;
+    }
+  }
+
+  @BeforeEach
+  void setUp(EmbeddedS3Server server) {
+    this.server = server;
+    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+    env.put("MERGE_MODE", "continuous");
+    settings = MergerSettings.from(new Environment(env));
+    catalog = settings.catalog().load();
+    store = new StagingStore(server.newClient(), settings.staging());
+  }
+
+  /** One batch of the stream, staged as the stager would, and remembered in the model. */
+  private void stageBatch(int changes) {
+    List<Change> batch = workload.next(changes);
+    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+    assertTrue(r.complete(), "staging failed: " + r.failure());
+    model.apply(batch);
+  }
+
+  private void assertTableEqualsModel() {
+    var table = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
+    var actual = TableItems.read(table);
+    assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
+  }
+
+  /** A merge by the real merger that takes {@code durations[i]} of the test's time (the last one repeats). */
+  private final class TimedMerges {
+    final List<Instant[]> spans = new ArrayList<>();
+    private final Duration[] durations;
+
+    TimedMerges(Duration... durations) {
+      this.durations = durations;
+    }
+
+    MergeResult run() {
+      Instant start = clock.instant();
+      MergeResult r = new Merger(catalog, settings.table(), store, settings.options()).run();
+      clock.advance(durations[Math.min(spans.size(), durations.length - 1)]);
+      spans.add(new Instant[] {start, clock.instant()});
+      return r;
+    }
+  }
+
+  @Test
+  void aRunNeverStartsAMergeItCannotCommitBeforeItsDeadlineAndTheNextRunPicksUpCleanly() {
+    stageBatch(30);
+    // Merges slow down as the run goes on (2, 3, 4, 6 s...), each within twice the longest before it,
+    // so a merge started on the rule's estimate commits in time, and one started on less would not.
+    TimedMerges merges = new TimedMerges(Duration.ofSeconds(2), Duration.ofSeconds(3), Duration.ofSeconds(4),
+        Duration.ofSeconds(6), Duration.ofSeconds(8), Duration.ofSeconds(12), Duration.ofSeconds(16));
+    // The stream keeps flowing: every wait ends with a new batch staged.
+    ContinuousMerge.Pause streamFlows = t -> {
+      clock.set(t);
+      stageBatch(10);
+    };
+    Instant deadline = T0.plus(settings.continuous().runLength());
+    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
+        streamFlows).run(deadline);
+
+    assertEquals(ContinuousMerge.Stop.DEADLINE, run.stoppedBecause(), "a run with changes flowing ends at its deadline");
+    for (Instant[] span : merges.spans) {
+      assertFalse(span[1].isAfter(deadline), "a merge ran from " + span[0] + " to " + span[1] + ", past the deadline "
+          + deadline);
+    }
+    Instant lastEnd = merges.spans.get(merges.spans.size() - 1)[1];
+    Duration longest = Duration.ofMillis(run.longestMergeMillis());
+    Duration interval = settings.continuous().interval();
+    assertTrue(lastEnd.plus(interval).plus(longest.multipliedBy(2)).isAfter(deadline),
+        "the run stopped at " + lastEnd + " although another merge (needing " + longest.multipliedBy(2) + ") fit before "
+            + deadline);
+    assertTrue(merges.spans.size() >= 6, "merges in 55 s at a 5 s interval: " + merges.spans.size());
+    assertEquals(merges.spans.size(), run.commits(), "every merge had changes to commit");
+
+    // The stream goes on between runs; what it stages waits for the next scheduled run.
+    stageBatch(10);
+    clock.set(T0.plus(Duration.ofMinutes(1)));
+    ContinuousMerge.Result next = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
+        clock::set).run(clock.instant().plus(settings.continuous().runLength()));
+    assertEquals(ContinuousMerge.Stop.IDLE, next.stoppedBecause(), "nothing more arrives: the run ends idle");
+    assertEquals(1, next.commits(), "the next run merges what waited, once");
+    assertFalse(store.anyStaged(), "nothing is left staged");
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aRunThatFindsNothingStagedReturnsAtOnceAndOneThatStopsReceivingReturnsAfterTheIdleTime() {
+    TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
+    List<Instant> waits = new ArrayList<>();
+    ContinuousMerge.Pause pause = t -> {
+      waits.add(t);
+      clock.set(t);
+    };
+    ContinuousMerge.Result empty = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
+        pause).run(T0.plus(Duration.ofSeconds(55)));
+    assertEquals(ContinuousMerge.Stop.NOTHING_STAGED, empty.stoppedBecause());
+    assertEquals(1, empty.merges().size(), "one look, as a scheduled run would");
+    assertEquals(List.of(), waits, "an idle minute does not wait");
+
+    stageBatch(20);
+    Instant start = clock.instant();
+    ContinuousMerge.Result quiet = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
+        pause).run(start.plus(Duration.ofSeconds(55)));
+    assertEquals(ContinuousMerge.Stop.IDLE, quiet.stoppedBecause());
+    assertEquals(1, quiet.commits());
+    // Merge at 0 s; looks at 5 s and 10 s find nothing; at 15 s nothing has come for longer than 10 s.
+    assertEquals(List.of(start.plusSeconds(5), start.plusSeconds(10)), waits,
+        "the run looks every MERGE_INTERVAL_SECONDS until MERGE_IDLE_SECONDS pass with nothing staged");
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aBacklogIsMergedAtOnceWithoutWaitingForTheInterval() {
+    for (int i = 0; i < 5; i++) {
+      stageBatch(20);
+    }
+    settings = new MergerSettings(settings.staging(), settings.s3(), settings.catalog(), settings.table(),
+        settings.options().withMaxChanges(20), settings.continuous());
+    TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
+    List<Instant> waits = new ArrayList<>();
+    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock, t -> {
+      waits.add(t);
+      clock.set(t);
+    }).run(T0.plus(Duration.ofSeconds(55)));
+    assertEquals(5, run.commits(), "one object (20 changes) a merge");
+    for (int i = 1; i < 5; i++) {
+      assertEquals(merges.spans.get(i - 1)[1], merges.spans.get(i)[0], "merge " + i + " started when the one before"
+          + " ended, since that one left a backlog");
+    }
+    assertEquals(ContinuousMerge.Stop.IDLE, run.stoppedBecause());
+    assertTableEqualsModel();
+  }
+
+  // ------------------------------------------------------------------ the handler
+
+  /** A Lambda context with a fixed remaining time. */
+  private static Context remaining(Duration left) {
+    return new Context() {
+      public String getAwsRequestId() {
+        return "test";
+      }
+
+      public String getLogGroupName() {
+        return "test";
+      }
+
+      public String getLogStreamName() {
+        return "test";
+      }
+
+      public String getFunctionName() {
+        return "merger";
+      }
+
+      public String getFunctionVersion() {
+        return "$LATEST";
+      }
+
+      public String getInvokedFunctionArn() {
+        return "arn:aws:lambda:us-east-1:123456789012:function:merger";
+      }
+
+      public CognitoIdentity getIdentity() {
+        return null;
+      }
+
+      public ClientContext getClientContext() {
+        return null;
+      }
+
+      public int getRemainingTimeInMillis() {
+        return (int) left.toMillis();
+      }
+
+      public int getMemoryLimitInMB() {
+        return 2048;
+      }
+
+      public LambdaLogger getLogger() {
+        return null;
+      }
+    };
+  }
+
+  private JsonNode invoke(String input, Context context) throws Exception {
+    MergerHandler handler = new MergerHandler(settings, catalog, server.newClient()).timing(clock, clock::set)
+        .metricsTo(line -> {});
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    handler.handleRequest(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)), out, context);
+    return JSON.readTree(out.toByteArray());
+  }
+
+  @Test
+  void theHandlerEndsARunBeforeTheNextScheduledTimeAndWithinTheLambdasTime() throws Exception {
+    stageBatch(20);
+    // Delivered 52 s after its scheduled time: the 30 s a first merge is given do not fit before 55 s.
+    clock.set(T0.plusSeconds(52));
+    JsonNode late = invoke("{\"scheduledTime\": \"" + T0 + "\"}", remaining(Duration.ofMinutes(5)));
+    assertEquals(T0.plusSeconds(55).toString(), late.get("deadline").asText(), late.toString());
+    assertEquals("DEADLINE", late.get("stoppedBecause").asText());
+    assertEquals(0, late.get("merges").size(), "no merge starts that could not commit before the next run");
+    assertTrue(store.anyStaged(), "what was staged waits for the next run");
+
+    // The next run, on time, with only 45 s of Lambda time left: the Lambda's time bounds it.
+    Instant next = T0.plusSeconds(60);
+    clock.set(next);
+    JsonNode run = invoke("{\"scheduledTime\": \"" + next + "\"}", remaining(Duration.ofSeconds(45)));
+    assertEquals(next.plusSeconds(40).toString(), run.get("deadline").asText(), "45 s left, less a 5 s reserve");
+    assertEquals(1, run.get("commits").asInt(), run.toString());
+    assertEquals(20, run.get("merges").get(0).get("changesRead").asInt(), "the first merge took the staged batch");
+    assertTableEqualsModel();
+  }
+
+  @Test
+  void aBadScheduledTimeOrModeIsRefusedNamingIt() {
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> invoke("{\"scheduledTime\": \"yesterday\"}", null));
+    assertTrue(e.getMessage().contains("scheduledTime=\"yesterday\""), e.getMessage());
+    env.put("MERGE_MODE", "streaming");
+    ConfigurationException c = org.junit.jupiter.api.Assertions.assertThrows(ConfigurationException.class,
+        () -> MergerSettings.from(new Environment(env)));
+    assertTrue(c.getMessage().contains("MERGE_MODE='streaming'"), c.getMessage());
+    env.put("MERGE_MODE", "continuous");
+    env.put("MERGE_INTERVAL_SECONDS", "60");
+    c = org.junit.jupiter.api.Assertions.assertThrows(ConfigurationException.class,
+        () -> MergerSettings.from(new Environment(env)));
+    assertTrue(c.getMessage().contains("MERGE_INTERVAL_SECONDS=60"), c.getMessage());
+  }
+}
