@@ -120,6 +120,24 @@ class TemplateTest {
     }
   }
 
+  /**
+   * Continuous mode is bounded by the scheduled time the schedule passes in: the input must be the
+   * JSON the merger accepts, carry Scheduler's placeholder, and leave the run's end some seconds
+   * before the default schedule's next run.
+   */
+  @Test
+  void theMergeScheduleHandsTheMergerItsScheduledTimeAndARunEndsBeforeTheNext() throws Exception {
+    JsonNode schedule = ROOT.path("Resources").path("Merger").path("Properties").path("Events").path("Schedule")
+        .path("Properties");
+    JsonNode input = new com.fasterxml.jackson.databind.ObjectMapper().readTree(schedule.path("Input").asText());
+    assertEquals("<aws.scheduler.scheduled-time>", input.path("scheduledTime").asText(),
+        "the schedule's Input: " + schedule.path("Input"));
+    assertEquals("rate(1 minute)", ROOT.path("Parameters").path("MergeSchedule").path("Default").asText());
+    int runSeconds = Integer.parseInt(ROOT.path("Resources").path("Merger").path("Properties").path("Environment")
+        .path("Variables").path("MERGE_RUN_SECONDS").asText());
+    assertTrue(runSeconds <= 55, "MERGE_RUN_SECONDS=" + runSeconds + " leaves under 5 s before the next run");
+  }
+
   @Test
   void noIamPolicyAllowsAWildcardAction() {
     List<String> wildcards = new ArrayList<>();
@@ -288,6 +306,7 @@ class TemplateTest {
       case "STAGING_PREFIX" -> "staging/";
       case "COLUMN_TYPES" -> "price=decimal(12,2)";
       case "ITEM_JSON_COLUMN", "ITEM_VARIANT_COLUMN" -> "false";
+      case "MERGE_MODE" -> "continuous";
       default -> "sample";
     };
   }
