@@ -3,8 +3,10 @@ package dev.ddb2iceberg.embedded;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
 import org.gaul.s3proxy.blobstore.BlobStore;
 import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
@@ -31,6 +33,13 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
   public enum Operation { PUT, GET, LIST, DELETE }
 
   private volatile Rule rule;
+  private final Map<Operation, LongAdder> counts = new EnumMap<>(Operation.class);
+
+  {
+    for (Operation op : Operation.values()) {
+      counts.put(op, new LongAdder());
+    }
+  }
 
   FaultInjectingBlobStore(BlobStore delegate) {
     super(delegate);
@@ -70,7 +79,13 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
     rule = null;
   }
 
+  /** Requests of each kind served or failed since the server started: what a run would be billed for. */
+  public long requests(Operation op) {
+    return counts.get(op).sum();
+  }
+
   private void check(Operation op, String key) {
+    counts.get(op).increment();
     Rule r = rule;
     if (r != null && r.operation() == op && r.keyMatches().test(key) && r.order(key) >= r.firstFailing()) {
       throw S3Exceptions.fromStatusCode(503); // "Service Unavailable", as S3 answers when it sheds load

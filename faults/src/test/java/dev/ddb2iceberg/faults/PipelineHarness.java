@@ -12,6 +12,7 @@ import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.ExportLoadResult;
 import dev.ddb2iceberg.merge.ExportLoader;
 import dev.ddb2iceberg.merge.ExportProgress;
@@ -41,6 +42,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -141,8 +143,10 @@ final class PipelineHarness {
         }
       } else if (what < 60) {
         deliverOneBatch(true);
-      } else if (what < 85) {
+      } else if (what < 80) {
         merge(true);
+      } else if (what < 85) {
+        continuousRun();
       } else {
         maintain(true);
       }
@@ -317,6 +321,103 @@ final class PipelineHarness {
       trail.add(kind + ": failed (" + firstLine(e) + ")");
     }
     recordApplied();
+  }
+
+  // ------------------------------------------------------------------ continuous mode
+
+  /** A clock the harness moves: a continuous run's merges take time and its waits pass it. */
+  private static final class SteppingClock extends Clock {
+    private Instant now = Instant.now();
+
+    void moveTo(Instant t) {
+      now = t.isAfter(now) ? t : now;
+    }
+
+    @Override
+    public Instant instant() {
+      return now;
+    }
+
+    @Override
+    public java.time.ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(java.time.ZoneId zone) {
+      return this;
+    }
+  }
+
+  /**
+   * A continuous merger run ({@link ContinuousMerge}) on a clock the harness moves. While it waits
+   * between merges the stream delivers batches and maintenance sometimes runs; its merges meet S3
+   * errors and a racing maintenance commit; about one run in three dies before one of its commits,
+   * as a sandbox killed mid-loop. After each of its merges, and after the run, the table must equal
+   * its checkpoints.
+   */
+  private void continuousRun() {
+    stats.count("continuous merger runs");
+    SteppingClock clock = new SteppingClock();
+    int crashAt = random.nextInt(3) == 0 ? 1 + random.nextInt(4) : -1;
+    int[] merges = {0};
+    Supplier<MergeResult> merge = () -> {
+      int n = ++merges[0];
+      stats.count("merges in continuous runs");
+      Merger m = new Merger(catalog, settings.table(), store, defaults);
+      int mode = random.nextInt(100);
+      if (n == crashAt) {
+        stats.count("continuous runs dying before a commit mid-loop");
+        m.beforeCommit(t -> {
+          throw new InjectedCrash("before a commit in the middle of a continuous run");
+        });
+      } else if (mode < 20 && catalog.tableExists(id)) {
+        stats.count("maintenance commits while a continuous run's merge is planning");
+        m.beforeCommit(onFirstAttempt(this::racingMaintenance));
+      } else if (mode < 28) {
+        stats.count("S3 DELETE errors after a continuous run's commit");
+        faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, 1, k -> k.startsWith(settings.staging().stagingPrefix()));
+      } else if (mode < 34) {
+        stats.count("S3 PUT errors in a continuous run's merge");
+        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + random.nextInt(3), k -> k.contains("/data/"));
+      }
+      MergeResult r;
+      try {
+        r = m.run();
+      } finally {
+        faults.clear();
+        recordApplied();
+      }
+      trail.add("  continuous merge " + n + ": " + r.changesRead() + " changes from " + r.objectsApplied()
+          + " objects, backlog " + r.backlogObjects());
+      checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
+      clock.moveTo(clock.instant().plusMillis(200 + random.nextInt(4_000)));
+      return r;
+    };
+    ContinuousMerge.Pause streamFlows = t -> {
+      clock.moveTo(t);
+      for (int i = 1 + random.nextInt(3); i > 0; i--) {
+        if (random.nextBoolean()) {
+          source.change(1 + random.nextInt(30));
+        }
+        deliverOneBatch(true);
+      }
+      if (random.nextInt(6) == 0) {
+        maintain(true);
+      }
+    };
+    ContinuousMerge.Settings continuous = new ContinuousMerge.Settings(ContinuousMerge.Mode.CONTINUOUS,
+        Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(55), Duration.ofSeconds(30));
+    trail.add("continuous run" + (crashAt > 0 ? " (dies before commit " + crashAt + ")" : ""));
+    try {
+      ContinuousMerge.Result r = new ContinuousMerge(continuous, merge, store::anyStaged, clock, streamFlows)
+          .run(clock.instant().plus(continuous.runLength()));
+      trail.add("continuous run ended: " + r.merges().size() + " merges, " + r.stoppedBecause());
+    } catch (RuntimeException e) {
+      trail.add("continuous run died after " + merges[0] + " merges (" + firstLine(e) + ")");
+    }
+    faults.clear();
+    checkTableMatchesItsCheckpoints("after a continuous run");
   }
 
   // ------------------------------------------------------------------ maintenance

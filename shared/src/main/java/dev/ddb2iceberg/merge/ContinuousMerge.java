@@ -25,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * waiting for the interval: then merges are big and the commit rate bounds itself.
  *
  * <p>The loop never starts a merge it does not expect to commit before the deadline: a merge
- * needs, by estimate, twice the longest merge of this run (the first one {@code firstMerge}).
+ * needs, by estimate, twice the longest merge of this run (the first one {@code firstMerge}). The
+ * deadline is 57 s after the run's scheduled time by default: the next run cannot start before
+ * 60 s (EventBridge Scheduler never fires early), and 3 s cover the last merge's deletes and return.
  * It returns early when nothing is staged at its start (an idle minute costs what a scheduled
  * run does) or when nothing has been staged for {@code idle}.
  */
@@ -45,7 +47,7 @@ public final class ContinuousMerge {
    */
   public record Settings(Mode mode, Duration interval, Duration idle, Duration runLength, Duration firstMerge) {
     public static final Settings DEFAULTS = new Settings(Mode.SCHEDULED, Duration.ofSeconds(5), Duration.ofSeconds(10),
-        Duration.ofSeconds(55), Duration.ofSeconds(30));
+        Duration.ofSeconds(57), Duration.ofSeconds(30));
 
     public static Settings from(Environment env) {
       String mode = env.optional("MERGE_MODE", "scheduled").toLowerCase();
@@ -187,18 +189,30 @@ public final class ContinuousMerge {
     return merges.isEmpty() ? settings.firstMerge : longest.multipliedBy(2);
   }
 
-  /** Polls at each interval tick until something is staged (null: merge now), or says why to stop. */
+  /**
+   * Looks at each interval tick until something is staged (null: merge now), or says why to stop.
+   * When the next tick comes too late for a merge to commit before the deadline, the run takes a
+   * last look at the latest moment a merge still fits: the gap until the next run's first merge,
+   * which changes arriving then must wait out, is then as short as the deadline allows.
+   */
   private Stop waitForChanges(Instant tick, Instant lastFound, Instant deadline, Duration needed) {
+    Instant latest = deadline.minus(needed);
     while (true) {
-      if (tick.plus(needed).isAfter(deadline)) {
+      Instant now = clock.instant();
+      if (latest.isBefore(now)) {
         return Stop.DEADLINE;
       }
-      if (Duration.between(lastFound, tick).compareTo(settings.idle) > 0) {
+      Instant at = tick.isAfter(latest) ? latest : tick;
+      at = at.isBefore(now) ? now : at;
+      if (Duration.between(lastFound, at).compareTo(settings.idle) > 0) {
         return Stop.IDLE;
       }
-      pause.until(tick);
+      pause.until(at);
       if (anyStaged.getAsBoolean()) {
         return null;
+      }
+      if (!at.isBefore(latest)) {
+        return Stop.DEADLINE; // the last look found nothing
       }
       tick = tick.plus(settings.interval);
     }
