@@ -76,13 +76,18 @@ public final class MetadataGrowth {
       S3Client s3 = server.newClient();
       StagingStore store = new StagingStore(s3, staging);
       BatchStager stager = new BatchStager(store);
+      // Continuous mode's merge options: MERGE_MODE=continuous (-Dbench.rewriteBelow to change the rewrite threshold).
+      vars.put("MERGE_MODE", "continuous");
+      MergeOptions options = MergeOptions.from(new Environment(vars)).withRewriteFilesBelow(
+          Long.getLong("bench.rewriteBelow", MergeOptions.CONTINUOUS_REWRITE_BELOW_BYTES));
       MaintenanceOptions maintenanceOptions = MaintenanceOptions.from(env);
       maintenanceOptions = new MaintenanceOptions(maintenanceOptions.targetFileSizeBytes(),
           maintenanceOptions.maxBytesPerRun(), maintenanceOptions.maxGroupsPerRun(), maintenanceOptions.minInputFiles(),
           maintenanceOptions.deleteRatio(), SNAPSHOT_HOURS, maintenanceOptions.minSnapshotsToKeep(),
           maintenanceOptions.orphanMinAgeHours(), maintenanceOptions.manifestThreshold());
       System.out.printf("metadata growth: %,d commits of %d objects x %d changes, maintenance every %d commits,"
-          + " snapshots kept %d h%n", commits, OBJECTS, CHANGES, PER_HOUR, SNAPSHOT_HOURS);
+          + " snapshots kept %d h, small files rewritten below %,d bytes%n", commits, OBJECTS, CHANGES, PER_HOUR,
+          SNAPSHOT_HOURS, options.rewriteFilesBelowBytes());
       System.out.printf("%-5s %-14s %-10s %-10s %-12s %-10s %-12s %-12s%n", "hour", "metadata.json", "snapshots",
           "manifests", "removals", "md files", "merge mean", "merge max");
 
@@ -120,7 +125,7 @@ public final class MetadataGrowth {
         long gets0 = server.faults().requests(FaultInjectingBlobStore.Operation.GET);
         long lists0 = server.faults().requests(FaultInjectingBlobStore.Operation.LIST);
         long t0 = System.nanoTime();
-        MergeResult r = new Merger(catalog, tableSettings, store, MergeOptions.DEFAULTS).run();
+        MergeResult r = new Merger(catalog, tableSettings, store, options).run();
         long ms = (System.nanoTime() - t0) / 1_000_000;
         puts += server.faults().requests(FaultInjectingBlobStore.Operation.PUT) - puts0;
         gets += server.faults().requests(FaultInjectingBlobStore.Operation.GET) - gets0;

@@ -54,6 +54,16 @@ public final class Environment {
     }, "a positive whole number");
   }
 
+  public long nonNegativeLong(String name, long defaultValue) {
+    return parsed(name, defaultValue, s -> {
+      long v = Long.parseLong(s);
+      if (v < 0) {
+        throw new IllegalArgumentException();
+      }
+      return v;
+    }, "a whole number, 0 or more");
+  }
+
   public int positiveInt(String name, int defaultValue) {
     return (int) Math.min(Integer.MAX_VALUE, positiveLong(name, defaultValue));
   }

@@ -131,22 +131,32 @@ final class ChangeApplier {
     List<LiveRow> positional = new ArrayList<>();
     Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
     toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
+    List<Map.Entry<FileScanTask, List<LiveRow>>> rewritten = new ArrayList<>();
     for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
       Long live = found.liveRowsByFile().get(e.getKey());
-      if (live != null && live == e.getValue().size()) {
-        FileScanTask task = e.getValue().get(0).task();
+      FileScanTask task = e.getValue().get(0).task();
+      if ((live != null && live == e.getValue().size()) || rewrites(table, task)) {
         emptied.add(task.file());
         // Its own deletes (deletion vectors, file-scoped position deletes) go with it.
         task.deletes().stream().filter(d -> e.getKey().equals(ContentFileUtil.referencedDataFileLocation(d)))
             .forEach(theirDeletes::add);
+        if (live == null || live != e.getValue().size()) {
+          rewritten.add(Map.entry(task, e.getValue()));
+        }
       } else {
         positional.addAll(e.getValue());
       }
     }
+    List<Record> moved = SmallFileRewrite.liveRowsBut(table, rewritten, pool);
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
-    MergeWriter.Written written = writer.writeRows(rows, layout.keyOrder(), pool);
+    List<Record> toWrite = rows;
+    if (!moved.isEmpty()) {
+      toWrite = new ArrayList<>(rows);
+      toWrite.addAll(moved);
+    }
+    MergeWriter.Written written = writer.writeRows(toWrite, layout.keyOrder(), pool);
     List<DataFile> dataFiles = written.files();
     long tDeletes = System.nanoTime();
     DeleteWriteResult deletes = writer.writeDeletes(positional, pool);
@@ -197,12 +207,26 @@ final class ChangeApplier {
     }
     long tDone = System.nanoTime();
     LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
-        + " changes skipped, {} emptied data files dropped, read {} of {} data files; ms finding rows {}, writing rows"
-        + " {}, writing deletes {}, committing {}", snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved,
-        stale, emptied.size(), found.filesRead(), found.filesInTable(), (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000,
-        (tCommit - tDeletes) / 1_000_000, (tDone - tCommit) / 1_000_000);
+        + " changes skipped, {} data files dropped ({} small ones rewritten, {} rows moved), {} delete files written,"
+        + " read {} of {} data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}",
+        snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved, stale, emptied.size(), rewritten.size(),
+        moved.size(), deletes.deleteFiles().size(), found.filesRead(), found.filesInTable(),
+        (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000, (tCommit - tDeletes) / 1_000_000,
+        (tDone - tCommit) / 1_000_000);
     return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
         found.filesRead(), found.filesInTable());
+  }
+
+  /**
+   * Whether a touched data file is rewritten rather than given deletes: smaller than
+   * {@link MergeOptions#rewriteFilesBelowBytes}, whole in one task, in the current partition spec, and
+   * format v2 (in v3, rows moved to a new file would get new row ids, breaking their lineage).
+   */
+  private boolean rewrites(Table table, FileScanTask task) {
+    DataFile file = task.file();
+    return options.rewriteFilesBelowBytes() > 0 && file.fileSizeInBytes() < options.rewriteFilesBelowBytes()
+        && task.start() == 0 && task.length() >= file.fileSizeInBytes() && file.specId() == table.spec().specId()
+        && org.apache.iceberg.TableUtil.formatVersion(table) == 2;
   }
 
   /** Adds typed columns for attributes never seen before (a separate, harmless commit). */

@@ -15,12 +15,19 @@ import dev.ddb2iceberg.index.IndexCache;
  * @param keyIndex find live rows through the key index (true) or by reading key columns (false)
  * @param keyIndexParts parts a new key index spreads its keys over
  * @param keyIndexCacheBytes memory a warm merger may keep index files in between runs
+ * @param rewriteFilesBelowBytes a data file smaller than this that the merge would give deletes is
+ *     rewritten instead (its other live rows move into the merge's new files); 0: never
  */
 public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads,
-    boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes) {
+    boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes, long rewriteFilesBelowBytes) {
   /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
   public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, true, 64,
-      IndexCache.defaultBudget());
+      IndexCache.defaultBudget(), 0);
+  /**
+   * Continuous mode's default for {@code rewriteFilesBelowBytes}: its merges write a small file per
+   * partition every few seconds, which later merges touch again (BENCHMARKS.md, "Freshness").
+   */
+  public static final long CONTINUOUS_REWRITE_BELOW_BYTES = 2L << 20;
 
   public static MergeOptions from(Environment env) {
     String keyIndex = env.optional("KEY_INDEX", DEFAULTS.keyIndex() ? "on" : "off");
@@ -34,22 +41,30 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
         env.positiveInt("IO_THREADS", DEFAULTS.ioThreads()),
         keyIndex.equals("on"),
         env.positiveInt("KEY_INDEX_PARTS", DEFAULTS.keyIndexParts()),
-        env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20);
+        env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
+        env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES",
+            "continuous".equalsIgnoreCase(env.optional("MERGE_MODE", "scheduled")) ? CONTINUOUS_REWRITE_BELOW_BYTES : 0));
   }
 
   public MergeOptions withMaxChanges(int n) {
     return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes);
+        keyIndexCacheBytes, rewriteFilesBelowBytes);
   }
 
   public MergeOptions withKeyIndex(boolean on) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, on, keyIndexParts,
-        keyIndexCacheBytes);
+        keyIndexCacheBytes, rewriteFilesBelowBytes);
   }
 
   /** With no cache: every run reads the index from storage, as a new container does. */
   public MergeOptions withoutKeyIndexCache() {
-    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts, 0);
+    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts, 0,
+        rewriteFilesBelowBytes);
+  }
+
+  public MergeOptions withRewriteFilesBelow(long bytes) {
+    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
+        keyIndexCacheBytes, bytes);
   }
 
   /** How this run finds live rows. */
