@@ -50,7 +50,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * expiry sees in a real day.
  *
  * <p>Reports per simulated hour: metadata.json size, snapshots, manifests in the current snapshot,
- * the removals file, metadata files in storage, and the merge's time.
+ * the current removals files' size (newest file), metadata files in storage, the merge's time, and
+ * every removals file in storage (orphan cleanup removes those no snapshot names after 72 h, which
+ * this compressed day never reaches).
  *
  * <p>Run: {@code java -cp ... dev.ddb2iceberg.benchmarks.MetadataGrowth 17280}
  */
@@ -88,8 +90,8 @@ public final class MetadataGrowth {
       System.out.printf("metadata growth: %,d commits of %d objects x %d changes, maintenance every %d commits,"
           + " snapshots kept %d h, small files rewritten below %,d bytes%n", commits, OBJECTS, CHANGES, PER_HOUR,
           SNAPSHOT_HOURS, options.rewriteFilesBelowBytes());
-      System.out.printf("%-5s %-14s %-10s %-10s %-12s %-10s %-12s %-12s%n", "hour", "metadata.json", "snapshots",
-          "manifests", "removals", "md files", "merge mean", "merge max");
+      System.out.printf("%-5s %-14s %-10s %-10s %-12s %-10s %-12s %-12s %s%n", "hour", "metadata.json", "snapshots",
+          "manifests", "removals", "md files", "merge mean", "merge max", "removals files stored");
 
       Random random = new Random(3);
       boolean[] exists = new boolean[KEYS];
@@ -165,15 +167,27 @@ public final class MetadataGrowth {
       snapshots++;
     }
     int manifests = table.currentSnapshot().allManifests(table.io()).size();
+    // The removals files the current checkpoint names (a base and deltas): what a cold merger reads.
     String removals = Checkpoint.readProperty(table, "ddb2iceberg.tombstones");
-    long removalsBytes = removals == null ? 0 : table.io().newInputFile(removals).getLength();
+    long removalsBytes = 0;
+    for (String f : removals == null ? new String[0] : removals.split(",")) {
+      removalsBytes += table.io().newInputFile(f).getLength();
+    }
     String location = table.location().replaceFirst("^s3a?://", "");
     String bucket = location.substring(0, location.indexOf('/'));
     String prefix = location.substring(location.indexOf('/') + 1) + "/metadata/";
     long metadataFiles = s3.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix)).contents().stream()
         .filter(o -> o.key().endsWith(".metadata.json")).count();
-    System.out.printf("%-5d %-14s %-10d %-10d %-12s %-10d %-12s %-12s%n", hour, String.format("%,d B", metadataBytes),
-        snapshots, manifests, String.format("%,d B", removalsBytes), metadataFiles, meanMs + " ms", maxMs + " ms");
+    // The removals files in storage (base and deltas, including those only expired snapshots named).
+    String derived = location.substring(location.indexOf('/') + 1) + "/ddb2iceberg/removals-";
+    long[] removalsStored = {0, 0};
+    s3.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(derived)).contents().forEach(o -> {
+      removalsStored[0]++;
+      removalsStored[1] += o.size();
+    });
+    System.out.printf("%-5d %-14s %-10d %-10d %-12s %-10d %-12s %-12s %s%n", hour, String.format("%,d B", metadataBytes),
+        snapshots, manifests, String.format("%,d B", removalsBytes), metadataFiles, meanMs + " ms", maxMs + " ms",
+        String.format("%,d files, %,d B", removalsStored[0], removalsStored[1]));
     if (hour % 6 == 0 || hour == 24) {
       Results.report(String.format("metadata after %d simulated hours of continuous mode (720 commits/h, snapshots kept"
           + " %d h)", hour, SNAPSHOT_HOURS), "bounded", String.format("metadata.json %,d B, %d snapshots, %d manifests,"

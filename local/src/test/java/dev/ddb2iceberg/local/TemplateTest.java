@@ -274,7 +274,7 @@ class TemplateTest {
     for (JsonNode scope : List.of(ROOT.path("Globals").path("Function"), ROOT.path("Resources").path(id).path("Properties"))) {
       for (Iterator<Map.Entry<String, JsonNode>> it = scope.path("Environment").path("Variables").fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> v = it.next();
-        env.put(v.getKey(), v.getValue().isValueNode() ? v.getValue().asText() : sample(v.getKey(), catalogType));
+        env.put(v.getKey(), v.getValue().isValueNode() ? v.getValue().asText() : sample(v.getKey(), catalogType, v.getValue()));
       }
     }
     return env;
@@ -297,7 +297,16 @@ class TemplateTest {
     return out;
   }
 
-  private static String sample(String variable, String catalogType) {
+  /**
+   * A value for a variable the template computes. A condition choosing between two plain values
+   * (continuous mode's settings, say) gives its first; the catalog's and the table's variables get
+   * a sample of what the deployed stack would set.
+   */
+  private static String sample(String variable, String catalogType, JsonNode node) {
+    JsonNode choice = node.path("Fn::If");
+    if (!variable.equals("CATALOG_TYPE") && choice.path(1).isValueNode() && choice.path(2).isValueNode()) {
+      return choice.path(1).asText();
+    }
     return switch (variable) {
       case "CATALOG_TYPE" -> catalogType;
       case "TABLE_BUCKET_ARN" -> "arn:aws:s3tables:us-east-1:123456789012:bucket/orders-lake";
@@ -306,7 +315,6 @@ class TemplateTest {
       case "STAGING_PREFIX" -> "staging/";
       case "COLUMN_TYPES" -> "price=decimal(12,2)";
       case "ITEM_JSON_COLUMN", "ITEM_VARIANT_COLUMN" -> "false";
-      case "MERGE_MODE" -> "continuous";
       default -> "sample";
     };
   }

@@ -114,14 +114,11 @@ public final class Checkpoint {
     return before == null ? since : Math.min(since, Long.parseLong(before));
   }
 
-  /** The removals file every snapshot of the table names (maintenance must keep these). */
+  /** The removals files (base and deltas) every snapshot of the table names (maintenance must keep these). */
   public static Set<String> removalFiles(Table table) {
     Set<String> files = new LinkedHashSet<>();
     for (Snapshot s : table.snapshots()) {
-      String f = s.summary().get(Tombstones.PROPERTY);
-      if (f != null) {
-        files.add(f);
-      }
+      files.addAll(Tombstones.files(s.summary().get(Tombstones.PROPERTY)));
     }
     return files;
   }

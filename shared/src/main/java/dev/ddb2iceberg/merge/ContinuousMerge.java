@@ -29,7 +29,9 @@ import org.slf4j.LoggerFactory;
  * deadline is 57 s after the run's scheduled time by default: the next run cannot start before
  * 60 s (EventBridge Scheduler never fires early), and 3 s cover the last merge's deletes and return.
  * It returns early when nothing is staged at its start (an idle minute costs what a scheduled
- * run does) or when nothing has been staged for {@code idle}.
+ * run does) or when nothing has been staged for {@code idle} (30 s by default: measured with
+ * bursts every 30 s, a shorter wait returned between bursts, and the next burst waited for the
+ * next minute's run).
  */
 public final class ContinuousMerge {
   private static final Logger LOG = LoggerFactory.getLogger(ContinuousMerge.class);
@@ -46,7 +48,7 @@ public final class ContinuousMerge {
    * @param firstMerge what the first merge of a run is assumed to take (it has no earlier one to go by)
    */
   public record Settings(Mode mode, Duration interval, Duration idle, Duration runLength, Duration firstMerge) {
-    public static final Settings DEFAULTS = new Settings(Mode.SCHEDULED, Duration.ofSeconds(5), Duration.ofSeconds(10),
+    public static final Settings DEFAULTS = new Settings(Mode.SCHEDULED, Duration.ofSeconds(5), Duration.ofSeconds(30),
         Duration.ofSeconds(57), Duration.ofSeconds(30));
 
     public static Settings from(Environment env) {

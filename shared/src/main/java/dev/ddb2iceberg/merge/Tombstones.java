@@ -24,42 +24,94 @@ import org.apache.iceberg.io.OutputFile;
  * change of it again later: a batch staged, then retried or bisected after the stager failed, lands
  * in a second staged object that the merger may take after the first was applied. Without a
  * record of the removal, that older change would bring the item back. So each merge commit names,
- * in its snapshot summary, a file of recent removals (kept {@code Merger.REMOVALS_KEPT}, longer than
- * the stream keeps records, counted from the oldest staged object still waiting), and an upsert of
- * an item with no live row is skipped when a removal at least as new is on file. The file is
- * written before the commit that names it, so it and the table change together.
+ * in its snapshot summary, the files of recent removals (kept {@code Merger.REMOVALS_KEPT}, longer
+ * than the stream keeps records, counted from the oldest staged object still waiting), and an
+ * upsert of an item with no live row is skipped when a removal at least as new is on file. The
+ * files are written before the commit that names them, so they and the table change together.
+ *
+ * <p>The files are a base and up to {@link #MAX_DELTAS} deltas, oldest first, comma-separated in the
+ * property: a merge writes only its own removals (a continuous merger commits every few seconds,
+ * and rewriting every removal of two days each time would cost as much as the merge), and every
+ * {@code MAX_DELTAS}-th writing merge folds them into a new base, dropping expired removals. A later
+ * file's removal of a key wins. A removal whose key was upserted since stays on file until a fold
+ * by a merger that saw the upsert, or until it expires: harmless, since a removal is only consulted
+ * for a key with no live row. A warm merger keeps the removals it last read or wrote, keyed by the
+ * property, and reads only the files added since.
  */
 final class Tombstones {
   static final String PROPERTY = "ddb2iceberg.tombstones";
+  /** Deltas after the base before a writing merge folds them all into a new base. */
+  static final int MAX_DELTAS = 32;
+  /** Removals a warm merger keeps between runs at most (about 200 bytes each in memory). */
+  private static final int CACHE_MAX_ENTRIES = 2_000_000;
+
+  /** The removals of the files a property value names, as last read or written by this container. */
+  private record Cached(String property, Map<List<Object>, Change> byKey) {}
+
+  private static volatile Cached cache;
 
   private final Map<List<Object>, Change> byKey;
-  private final String location;
+  private final List<String> files;
 
-  private Tombstones(Map<List<Object>, Change> byKey, String location) {
+  private Tombstones(Map<List<Object>, Change> byKey, List<String> files) {
     this.byKey = byKey;
-    this.location = location;
+    this.files = files;
+  }
+
+  /** Testing hook: forget what this container knows, as a new container would. */
+  static void forgetCached() {
+    cache = null;
+  }
+
+  /** The files a property value names, base first; none for null. */
+  static List<String> files(String property) {
+    List<String> out = new ArrayList<>();
+    if (property != null) {
+      for (String f : property.split(",")) {
+        if (!f.isBlank()) {
+          out.add(f.trim());
+        }
+      }
+    }
+    return out;
   }
 
   /** The removals named by the table's checkpoint snapshot; none for a new table. */
   static Tombstones read(Table table, TableLayout layout) {
-    String location = Checkpoint.readProperty(table, PROPERTY);
-    Map<List<Object>, Change> byKey = new HashMap<>();
-    if (location != null) {
-      InputFile in = table.io().newInputFile(location);
-      byte[] bytes;
-      try (InputStream s = in.newStream()) {
-        bytes = s.readAllBytes();
-      } catch (IOException e) {
-        throw new UncheckedIOException("Cannot read the removals file " + location, e);
-      }
-      for (Change c : StagedFormat.read(bytes, location)) {
-        List<Object> key = layout.keyOf(c);
-        if (key != null) {
-          byKey.put(key, c);
-        }
+    String property = Checkpoint.readProperty(table, PROPERTY);
+    List<String> files = files(property);
+    Cached c = cache;
+    Map<List<Object>, Change> byKey;
+    List<String> toRead = files;
+    if (c != null && c.property().equals(property)) {
+      byKey = new HashMap<>(c.byKey());
+      toRead = List.of();
+    } else if (c != null && property != null && property.startsWith(c.property() + ",")) {
+      byKey = new HashMap<>(c.byKey()); // the same base and deltas, and newer deltas
+      toRead = files.subList(files(c.property()).size(), files.size());
+    } else {
+      byKey = new HashMap<>();
+    }
+    for (String location : toRead) {
+      readInto(table, layout, location, byKey);
+    }
+    return new Tombstones(byKey, files);
+  }
+
+  private static void readInto(Table table, TableLayout layout, String location, Map<List<Object>, Change> byKey) {
+    InputFile in = table.io().newInputFile(location);
+    byte[] bytes;
+    try (InputStream s = in.newStream()) {
+      bytes = s.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read the removals file " + location, e);
+    }
+    for (Change c : StagedFormat.read(bytes, location)) {
+      List<Object> key = layout.keyOf(c);
+      if (key != null) {
+        byKey.put(key, c);
       }
     }
-    return new Tombstones(byKey, location);
   }
 
   /** Whether an upsert of {@code key} at {@code sequence} is older than a removal on file. */
@@ -73,38 +125,50 @@ final class Tombstones {
   }
 
   /**
-   * The file's location after this run: unchanged when nothing was removed, upserted or expired;
-   * else a new file holding the run's removals, without the keys it wrote and the expired ones.
+   * The property after this run: unchanged when it removed nothing; else the files plus a delta of
+   * its removals, or, every {@link #MAX_DELTAS} deltas, one new base holding every removal still
+   * kept (those recorded before {@code forgetBeforeMillis} go, and so do those of keys upserted
+   * since); null when none is left.
    */
   String update(Table table, TableLayout layout, Collection<Change> applied, long nowMillis, long forgetBeforeMillis,
       String runId) {
-    // A removal's time field says when a merge recorded it; those recorded before the cutoff go.
-    Map<List<Object>, Change> next = new HashMap<>(byKey);
-    boolean changed = next.values().removeIf(c -> c.approximateCreationMillis() < forgetBeforeMillis);
+    List<Change> added = new ArrayList<>();
     for (Change c : applied) {
       List<Object> key = layout.keyOf(c);
       if (c.operation().isUpsert()) {
-        changed |= next.remove(key) != null;
+        byKey.remove(key);
       } else {
-        next.put(key, new Change(c.keys(), c.operation(), null, c.sequenceNumber(), nowMillis, c.ttlExpiry()));
-        changed = true;
+        // A removal's time field says when a merge recorded it (for expiry), not when it happened.
+        Change removal = new Change(c.keys(), c.operation(), null, c.sequenceNumber(), nowMillis, c.ttlExpiry());
+        byKey.put(key, removal);
+        added.add(removal);
       }
     }
-    if (!changed) {
-      return location;
+    String property = files.isEmpty() ? null : String.join(",", files);
+    if (added.isEmpty()) {
+      return property; // upserts alone leave the files as they are (see the class comment)
     }
-    if (next.isEmpty()) {
-      return null;
+    boolean fold = files.size() > MAX_DELTAS;
+    if (fold) {
+      byKey.values().removeIf(c -> c.approximateCreationMillis() < forgetBeforeMillis);
     }
-    List<Change> removals = new ArrayList<>(next.values());
-    removals.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
-    String path = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/removals-" + runId + ".ddbstage";
-    OutputFile out = table.io().newOutputFile(path);
-    try (OutputStream s = out.createOrOverwrite()) {
-      s.write(StagedFormat.write(removals));
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot write the removals file " + path, e);
+    List<Change> toWrite = new ArrayList<>(fold ? byKey.values() : added);
+    String next;
+    if (toWrite.isEmpty()) {
+      next = null;
+    } else {
+      toWrite.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
+      String path = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/removals-" + runId + ".ddbstage";
+      OutputFile out = table.io().newOutputFile(path);
+      try (OutputStream s = out.createOrOverwrite()) {
+        s.write(StagedFormat.write(toWrite));
+      } catch (IOException e) {
+        throw new UncheckedIOException("Cannot write the removals file " + path, e);
+      }
+      next = fold || property == null ? path : property + "," + path;
     }
-    return path;
+    // What this container now knows, for its next run (if this commit loses, the property differs).
+    cache = next == null || byKey.size() > CACHE_MAX_ENTRIES ? null : new Cached(next, new HashMap<>(byKey));
+    return next;
   }
 }

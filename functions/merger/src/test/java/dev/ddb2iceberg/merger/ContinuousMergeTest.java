@@ -172,7 +172,8 @@ class ContinuousMergeTest {
     // The stream goes on between runs; what it stages waits for the next scheduled run.
     stageBatch(10);
     clock.set(T0.plus(Duration.ofMinutes(1)));
-    ContinuousMerge.Result next = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
+    TimedMerges quick = new TimedMerges(Duration.ofSeconds(1));
+    ContinuousMerge.Result next = new ContinuousMerge(settings.continuous(), quick::run, store::anyStaged, clock,
         clock::set).run(clock.instant().plus(settings.continuous().runLength()));
     assertEquals(ContinuousMerge.Stop.IDLE, next.stoppedBecause(), "nothing more arrives: the run ends idle");
     assertEquals(1, next.commits(), "the next run merges what waited, once");
@@ -200,8 +201,14 @@ class ContinuousMergeTest {
         pause).run(start.plus(Duration.ofSeconds(55)));
     assertEquals(ContinuousMerge.Stop.IDLE, quiet.stoppedBecause());
     assertEquals(1, quiet.commits());
-    // Merge at 0 s; looks at 5 s and 10 s find nothing; at 15 s nothing has come for longer than 10 s.
-    assertEquals(List.of(start.plusSeconds(5), start.plusSeconds(10)), waits,
+    // Merge at 0 s; looks every 5 s find nothing; then nothing has come for longer than the idle time.
+    List<Instant> expected = new ArrayList<>();
+    Duration interval = settings.continuous().interval();
+    for (Instant t = start.plus(interval); !t.isAfter(start.plus(settings.continuous().idle())); t = t.plus(interval)) {
+      expected.add(t);
+    }
+    assertEquals(6, expected.size(), "looks in 30 s at 5 s intervals");
+    assertEquals(expected, waits,
         "the run looks every MERGE_INTERVAL_SECONDS until MERGE_IDLE_SECONDS pass with nothing staged");
     assertTableEqualsModel();
   }
