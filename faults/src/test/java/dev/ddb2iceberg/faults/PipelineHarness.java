@@ -69,7 +69,10 @@ final class PipelineHarness {
   }
 
   private final long seed;
-  /** Every other seed finds live rows through the key index, so both lookups face every fault. */
+  /**
+   * Every other seed finds live rows through the key index, so both lookups face every fault; one in
+   * four rewrites small files it touches (and continuous runs always do).
+   */
   private final MergeOptions defaults;
   private final Random random;
   private final EmbeddedS3Server server;
@@ -102,7 +105,9 @@ final class PipelineHarness {
 
   PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
     this.seed = seed;
-    this.defaults = MergeOptions.DEFAULTS.withKeyIndex(seed % 2 == 0);
+    // One seed in four also rewrites the small files its merges touch (continuous mode's default).
+    MergeOptions options = MergeOptions.DEFAULTS.withKeyIndex(seed % 2 == 0);
+    this.defaults = seed % 4 == 1 ? options.withRewriteFilesBelow(MergeOptions.CONTINUOUS_REWRITE_BELOW_BYTES) : options;
     this.random = new Random(seed);
     this.server = server;
     this.faults = server.faults();
@@ -364,7 +369,9 @@ final class PipelineHarness {
     Supplier<MergeResult> merge = () -> {
       int n = ++merges[0];
       stats.count("merges in continuous runs");
-      Merger m = new Merger(catalog, settings.table(), store, defaults);
+      // As continuous mode runs: small files touched are rewritten rather than given deletes.
+      Merger m = new Merger(catalog, settings.table(), store,
+          defaults.withRewriteFilesBelow(MergeOptions.CONTINUOUS_REWRITE_BELOW_BYTES));
       int mode = random.nextInt(100);
       if (n == crashAt) {
         stats.count("continuous runs dying before a commit mid-loop");

@@ -114,11 +114,21 @@ public final class Checkpoint {
     return before == null ? since : Math.min(since, Long.parseLong(before));
   }
 
-  /** The removals files (base and deltas) every snapshot of the table names (maintenance must keep these). */
+  /**
+   * The removals files every snapshot of the table names, lists, bases and deltas (maintenance must
+   * keep these). Each distinct list is read once.
+   */
   public static Set<String> removalFiles(Table table) {
-    Set<String> files = new LinkedHashSet<>();
+    Set<String> lists = new LinkedHashSet<>();
     for (Snapshot s : table.snapshots()) {
-      files.addAll(Tombstones.files(s.summary().get(Tombstones.PROPERTY)));
+      String list = s.summary().get(Tombstones.PROPERTY);
+      if (list != null) {
+        lists.add(list);
+      }
+    }
+    Set<String> files = new LinkedHashSet<>();
+    for (String list : lists) {
+      files.addAll(Tombstones.files(table.io(), list));
     }
     return files;
   }

@@ -3,17 +3,20 @@ package dev.ddb2iceberg.merge;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.staging.StagedFormat;
+import dev.ddb2iceberg.staging.StagedObjectName;
 import dev.ddb2iceberg.table.TableLayout;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.io.OutputFile;
 
@@ -29,11 +32,14 @@ import org.apache.iceberg.io.OutputFile;
  * upsert of an item with no live row is skipped when a removal at least as new is on file. The
  * files are written before the commit that names them, so they and the table change together.
  *
- * <p>The files are a base and up to {@link #MAX_DELTAS} deltas, oldest first, comma-separated in the
- * property: a merge writes only its own removals (a continuous merger commits every few seconds,
- * and rewriting every removal of two days each time would cost as much as the merge), and every
- * {@code MAX_DELTAS}-th writing merge folds them into a new base, dropping expired removals. A later
- * file's removal of a key wins. A removal whose key was upserted since stays on file until a fold
+ * <p>The files are a base and up to {@link #MAX_DELTAS} deltas, oldest first, named by a small list
+ * file ({@code .removals}, one file name a line) whose location is the property: a merge writes only
+ * its own removals and a new list (a continuous merger commits every few seconds, and rewriting
+ * every removal of two days each time would cost as much as the merge; naming the deltas in the
+ * summary itself made each snapshot 3 KB of table metadata), and every {@code MAX_DELTAS}-th writing
+ * merge folds them into a new base, dropping expired removals. A later file's removal of a key
+ * wins. A property naming a {@code .ddbstage} file is a base alone (tables from before the lists).
+ * A removal whose key was upserted since stays on file until a fold
  * by a merger that saw the upsert, or until it expires: harmless, since a removal is only consulted
  * for a key with no live row. A warm merger keeps the removals it last read or wrote, keyed by the
  * property, and reads only the files added since.
@@ -45,16 +51,19 @@ final class Tombstones {
   /** Removals a warm merger keeps between runs at most (about 200 bytes each in memory). */
   private static final int CACHE_MAX_ENTRIES = 2_000_000;
 
-  /** The removals of the files a property value names, as last read or written by this container. */
-  private record Cached(String property, Map<List<Object>, Change> byKey) {}
+  /** The removals of the files a list names, as last read or written by this container. */
+  private record Cached(String list, List<String> files, Map<List<Object>, Change> byKey) {}
 
   private static volatile Cached cache;
 
   private final Map<List<Object>, Change> byKey;
+  /** The list file the checkpoint names (null: none yet), and the files it names, base first. */
+  private final String list;
   private final List<String> files;
 
-  private Tombstones(Map<List<Object>, Change> byKey, List<String> files) {
+  private Tombstones(Map<List<Object>, Change> byKey, String list, List<String> files) {
     this.byKey = byKey;
+    this.list = list;
     this.files = files;
   }
 
@@ -63,14 +72,37 @@ final class Tombstones {
     cache = null;
   }
 
-  /** The files a property value names, base first; none for null. */
-  static List<String> files(String property) {
+  /**
+   * The removals files a property value names, base first, with the list file itself (maintenance
+   * must keep them all); none for null.
+   */
+  static List<String> files(FileIO io, String property) {
+    if (property == null) {
+      return List.of();
+    }
+    List<String> out = new ArrayList<>(listed(io, property));
+    if (!out.contains(property)) {
+      out.add(property);
+    }
+    return out;
+  }
+
+  /** The files a list names (or the one base file a property from before the lists names). */
+  private static List<String> listed(FileIO io, String property) {
+    if (property.endsWith(StagedObjectName.SUFFIX)) {
+      return List.of(property);
+    }
+    String text;
+    try (InputStream s = io.newInputFile(property).newStream()) {
+      text = new String(s.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read the removals list " + property, e);
+    }
+    String dir = property.substring(0, property.lastIndexOf('/') + 1);
     List<String> out = new ArrayList<>();
-    if (property != null) {
-      for (String f : property.split(",")) {
-        if (!f.isBlank()) {
-          out.add(f.trim());
-        }
+    for (String line : text.split("\n")) {
+      if (!line.isBlank()) {
+        out.add(line.contains("://") ? line.trim() : dir + line.trim());
       }
     }
     return out;
@@ -78,24 +110,22 @@ final class Tombstones {
 
   /** The removals named by the table's checkpoint snapshot; none for a new table. */
   static Tombstones read(Table table, TableLayout layout) {
-    String property = Checkpoint.readProperty(table, PROPERTY);
-    List<String> files = files(property);
+    String list = Checkpoint.readProperty(table, PROPERTY);
     Cached c = cache;
-    Map<List<Object>, Change> byKey;
+    if (c != null && c.list().equals(list)) {
+      return new Tombstones(new HashMap<>(c.byKey()), list, c.files());
+    }
+    List<String> files = list == null ? List.of() : listed(table.io(), list);
+    Map<List<Object>, Change> byKey = new HashMap<>();
     List<String> toRead = files;
-    if (c != null && c.property().equals(property)) {
-      byKey = new HashMap<>(c.byKey());
-      toRead = List.of();
-    } else if (c != null && property != null && property.startsWith(c.property() + ",")) {
-      byKey = new HashMap<>(c.byKey()); // the same base and deltas, and newer deltas
-      toRead = files.subList(files(c.property()).size(), files.size());
-    } else {
-      byKey = new HashMap<>();
+    if (c != null && files.size() > c.files().size() && files.subList(0, c.files().size()).equals(c.files())) {
+      byKey.putAll(c.byKey()); // the same base and deltas, and newer deltas
+      toRead = files.subList(c.files().size(), files.size());
     }
     for (String location : toRead) {
       readInto(table, layout, location, byKey);
     }
-    return new Tombstones(byKey, files);
+    return new Tombstones(byKey, list, files);
   }
 
   private static void readInto(Table table, TableLayout layout, String location, Map<List<Object>, Change> byKey) {
@@ -125,10 +155,10 @@ final class Tombstones {
   }
 
   /**
-   * The property after this run: unchanged when it removed nothing; else the files plus a delta of
-   * its removals, or, every {@link #MAX_DELTAS} deltas, one new base holding every removal still
-   * kept (those recorded before {@code forgetBeforeMillis} go, and so do those of keys upserted
-   * since); null when none is left.
+   * The property after this run: unchanged when it removed nothing; else a new list naming the
+   * files plus a delta of its removals, or, every {@link #MAX_DELTAS} deltas, one new base holding
+   * every removal still kept (those recorded before {@code forgetBeforeMillis} go, and so do those
+   * of keys upserted since); null when none is left.
    */
   String update(Table table, TableLayout layout, Collection<Change> applied, long nowMillis, long forgetBeforeMillis,
       String runId) {
@@ -144,31 +174,41 @@ final class Tombstones {
         added.add(removal);
       }
     }
-    String property = files.isEmpty() ? null : String.join(",", files);
     if (added.isEmpty()) {
-      return property; // upserts alone leave the files as they are (see the class comment)
+      return list; // upserts alone leave the files as they are (see the class comment)
     }
     boolean fold = files.size() > MAX_DELTAS;
     if (fold) {
       byKey.values().removeIf(c -> c.approximateCreationMillis() < forgetBeforeMillis);
     }
     List<Change> toWrite = new ArrayList<>(fold ? byKey.values() : added);
-    String next;
     if (toWrite.isEmpty()) {
-      next = null;
-    } else {
-      toWrite.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
-      String path = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/removals-" + runId + ".ddbstage";
-      OutputFile out = table.io().newOutputFile(path);
-      try (OutputStream s = out.createOrOverwrite()) {
-        s.write(StagedFormat.write(toWrite));
-      } catch (IOException e) {
-        throw new UncheckedIOException("Cannot write the removals file " + path, e);
-      }
-      next = fold || property == null ? path : property + "," + path;
+      cache = null;
+      return null;
     }
+    toWrite.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
+    String dir = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/";
+    String path = dir + "removals-" + runId + StagedObjectName.SUFFIX;
+    write(table, path, StagedFormat.write(toWrite));
+    List<String> nextFiles = new ArrayList<>(fold ? List.of() : files);
+    nextFiles.add(path);
+    StringBuilder text = new StringBuilder();
+    for (String f : nextFiles) {
+      text.append(f.startsWith(dir) ? f.substring(dir.length()) : f).append('\n');
+    }
+    String nextList = dir + "removals-" + runId + ".removals";
+    write(table, nextList, text.toString().getBytes(StandardCharsets.UTF_8));
     // What this container now knows, for its next run (if this commit loses, the property differs).
-    cache = next == null || byKey.size() > CACHE_MAX_ENTRIES ? null : new Cached(next, new HashMap<>(byKey));
-    return next;
+    cache = byKey.size() > CACHE_MAX_ENTRIES ? null : new Cached(nextList, List.copyOf(nextFiles), new HashMap<>(byKey));
+    return nextList;
+  }
+
+  private static void write(Table table, String path, byte[] bytes) {
+    OutputFile out = table.io().newOutputFile(path);
+    try (OutputStream s = out.createOrOverwrite()) {
+      s.write(bytes);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot write the removals file " + path, e);
+    }
   }
 }
