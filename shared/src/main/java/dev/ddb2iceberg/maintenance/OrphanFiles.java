@@ -83,7 +83,10 @@ final class OrphanFiles {
   /** Every file any snapshot or metadata version of the table needs. */
   private Set<String> referencedFiles() {
     Set<String> files = new HashSet<>();
-    ReachableFileUtil.metadataFileLocations(table, true).forEach(p -> files.add(normalize(p)));
+    // The current metadata file and those its log names; not recursively: the table deletes older
+    // ones after each commit (write.metadata.delete-after-commit), and following the log into
+    // them logged an error per missing file (hundreds an hour at continuous mode's commit rate).
+    ReachableFileUtil.metadataFileLocations(table, false).forEach(p -> files.add(normalize(p)));
     ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
     ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
     // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
