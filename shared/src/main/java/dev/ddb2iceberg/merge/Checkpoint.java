@@ -116,19 +116,30 @@ public final class Checkpoint {
 
   /**
    * The removals files every snapshot of the table names, lists, bases and deltas (maintenance must
-   * keep these). Each distinct list is read once.
+   * keep these), with one read. A list names its chain's base and deltas since the last fold, and
+   * the merge that wrote a list wrote its one new file beside it under the same name (see {@link
+   * Tombstones}); so every named file is either the twin of a named list or, when that list's
+   * snapshot has expired, named by the oldest list still named, which is the only one read.
    */
   public static Set<String> removalFiles(Table table) {
     Set<String> lists = new LinkedHashSet<>();
+    Snapshot oldest = null;
     for (Snapshot s : table.snapshots()) {
       String list = s.summary().get(Tombstones.PROPERTY);
       if (list != null) {
         lists.add(list);
+        if (oldest == null || s.sequenceNumber() < oldest.sequenceNumber()) {
+          oldest = s;
+        }
       }
     }
     Set<String> files = new LinkedHashSet<>();
     for (String list : lists) {
-      files.addAll(Tombstones.files(table.io(), list));
+      files.add(list);
+      files.add(Tombstones.twin(list));
+    }
+    if (oldest != null) {
+      files.addAll(Tombstones.files(table.io(), oldest.summary().get(Tombstones.PROPERTY)));
     }
     return files;
   }

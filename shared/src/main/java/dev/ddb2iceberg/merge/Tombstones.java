@@ -48,6 +48,7 @@ final class Tombstones {
   static final String PROPERTY = "ddb2iceberg.tombstones";
   /** Deltas after the base before a writing merge folds them all into a new base. */
   static final int MAX_DELTAS = 32;
+  private static final String LIST_SUFFIX = ".removals";
   /** Removals a warm merger keeps between runs at most (about 200 bytes each in memory). */
   private static final int CACHE_MAX_ENTRIES = 2_000_000;
 
@@ -85,6 +86,12 @@ final class Tombstones {
       out.add(property);
     }
     return out;
+  }
+
+  /** The removals file written with a list (the same name); a pre-list property is its own file. */
+  static String twin(String property) {
+    return property.endsWith(StagedObjectName.SUFFIX) ? property
+        : property.substring(0, property.length() - LIST_SUFFIX.length()) + StagedObjectName.SUFFIX;
   }
 
   /** The files a list names (or the one base file a property from before the lists names). */
@@ -196,7 +203,7 @@ final class Tombstones {
     for (String f : nextFiles) {
       text.append(f.startsWith(dir) ? f.substring(dir.length()) : f).append('\n');
     }
-    String nextList = dir + "removals-" + runId + ".removals";
+    String nextList = dir + "removals-" + runId + LIST_SUFFIX;
     write(table, nextList, text.toString().getBytes(StandardCharsets.UTF_8));
     // What this container now knows, for its next run (if this commit loses, the property differs).
     cache = byKey.size() > CACHE_MAX_ENTRIES ? null : new Cached(nextList, List.copyOf(nextFiles), new HashMap<>(byKey));

@@ -97,5 +97,18 @@ class RemovalsFilesTest {
     for (int i = 0; i < 6; i++) {
       assertTrue(!TableItems.read(table[0]).containsKey(w.key(i)), "removed item " + i + " came back");
     }
+
+    // What orphan cleanup keeps covers every file any remaining snapshot's list names, also once the
+    // snapshots of the lists that wrote the older deltas have expired (it reads only the oldest list).
+    table[0].expireSnapshots().retainLast(10).expireOlderThan(System.currentTimeMillis()).cleanExpiredFiles(false)
+        .commit();
+    table[0].refresh();
+    java.util.Set<String> kept = Checkpoint.removalFiles(table[0]);
+    for (org.apache.iceberg.Snapshot s : table[0].snapshots()) {
+      for (String f : Tombstones.files(table[0].io(), s.summary().get(Tombstones.PROPERTY))) {
+        assertTrue(kept.contains(f), "snapshot " + s.snapshotId() + " names " + f + ", which orphan cleanup would"
+            + " not keep");
+      }
+    }
   }
 }
