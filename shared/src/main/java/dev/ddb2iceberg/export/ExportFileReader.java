@@ -15,6 +15,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.zip.GZIPInputStream;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -37,12 +38,7 @@ public final class ExportFileReader {
 
   /** Throws IllegalArgumentException naming the file when its MD5 or item count differs from the manifest. */
   public void verify(ExportManifest.DataFile file) {
-    MessageDigest md5;
-    try {
-      md5 = MessageDigest.getInstance("MD5");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+    MessageDigest md5 = newMd5();
     long lines = 0;
     try (InputStream raw = new DigestInputStream(s3.getObject(b -> b.bucket(bucket).key(file.key())), md5);
         BufferedReader in = lines(raw)) {
@@ -53,7 +49,10 @@ public final class ExportFileReader {
     } catch (IOException e) {
       throw new UncheckedIOException("Could not read export data file s3://" + bucket + "/" + file.key(), e);
     }
-    String digest = Base64.getEncoder().encodeToString(md5.digest());
+    check(file, Base64.getEncoder().encodeToString(md5.digest()), lines);
+  }
+
+  private void check(ExportManifest.DataFile file, String digest, long lines) {
     if (file.md5() != null && !file.md5().equals(digest)) {
       throw new IllegalArgumentException("Export data file s3://" + bucket + "/" + file.key() + " has MD5 " + digest
           + " but manifest-files.json says " + file.md5() + ": the file is damaged or was replaced. Nothing of it was"
@@ -63,6 +62,43 @@ public final class ExportFileReader {
       throw new IllegalArgumentException("Export data file s3://" + bucket + "/" + file.key() + " holds " + lines
           + " items but manifest-files.json says " + file.itemCount() + ". Nothing of it was loaded; request the"
           + " export again.");
+    }
+  }
+
+  /**
+   * Reads a whole file in one pass, handing each line's change to {@code sink}, and checks it as
+   * {@link #verify} does at the end (the parallel load's workers read each file once). What the
+   * sink was given before a damaged file is found must be discarded by the caller: the exception
+   * names the file.
+   */
+  public long readAll(ExportManifest.DataFile file, ExportLines decoder, Consumer<Change> sink) {
+    MessageDigest md5 = newMd5();
+    long line = 0;
+    try (InputStream raw = new DigestInputStream(s3.getObject(b -> b.bucket(bucket).key(file.key())), md5);
+        BufferedReader in = lines(raw)) {
+      String text;
+      while ((text = in.readLine()) != null) {
+        try {
+          sink.accept(decoder.decode(text));
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException("Line " + (line + 1) + " of export data file s3://" + bucket + "/"
+              + file.key() + " cannot be loaded: " + e.getMessage(), e);
+        }
+        line++;
+      }
+      raw.transferTo(java.io.OutputStream.nullOutputStream());
+    } catch (IOException e) {
+      throw new UncheckedIOException("Could not read export data file s3://" + bucket + "/" + file.key(), e);
+    }
+    check(file, Base64.getEncoder().encodeToString(md5.digest()), line);
+    return line;
+  }
+
+  private static MessageDigest newMd5() {
+    try {
+      return MessageDigest.getInstance("MD5");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
     }
   }
 

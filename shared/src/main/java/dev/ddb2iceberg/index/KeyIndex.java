@@ -306,6 +306,35 @@ public final class KeyIndex {
     return finish(io, next, dir + id + "-manifest.json", written);
   }
 
+  /**
+   * Writes entries to a file of the index's folder named {@code name} (the parallel export load's
+   * workers' fragments and the parts built from them); returns its size in storage.
+   */
+  public static long writeFile(Table table, String name, IndexEntries entries) {
+    return IndexFile.write(table.io(), directory(table) + name, entries);
+  }
+
+  /** The location a file named by {@link #writeFile} gets. */
+  public static String fileLocation(Table table, String name) {
+    return directory(table) + name;
+  }
+
+  /** Reads a file of entries; a missing or damaged one throws {@link DamagedIndexException}. */
+  public static IndexEntries readFile(Table table, String location) {
+    return IndexFile.read(table.io(), location);
+  }
+
+  /**
+   * Writes the manifest of an index made of these parts' base files (null for an empty part) and
+   * no deltas, built outside a merge (the parallel export load); returns the manifest's location,
+   * for a commit's summary as {@link #PROPERTY}.
+   */
+  public static String writeManifest(Table table, List<String> base, long entries, long bytes) {
+    String path = directory(table) + UUID.randomUUID() + "-manifest.json";
+    new IndexManifest(1, base.size(), new ArrayList<>(base), List.of(), entries, 0, bytes).write(table.io(), path);
+    return path;
+  }
+
   /** Starts a new index of {@code parts} parts (a rebuild from the table), written part by part. */
   public static Build newBuild(Table table, int parts, IndexCache cache) {
     return new Build(table, parts, cache);

@@ -43,6 +43,8 @@ import org.slf4j.LoggerFactory;
 final class ChangeApplier {
   private static final Logger LOG = LoggerFactory.getLogger(ChangeApplier.class);
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** Schema commits a writer tries before giving up (each loses only to another schema change). */
+  private static final int SCHEMA_COMMIT_ATTEMPTS = 20;
 
   private final TableSettings tableSettings;
   private final StagingStore store;
@@ -231,24 +233,44 @@ final class ChangeApplier {
 
   /** Adds typed columns for attributes never seen before (a separate, harmless commit). */
   private Table evolveSchema(Table table, List<Change> changes) {
+    return evolveSchema(table, changes, tableSettings);
+  }
+
+  /**
+   * Adds typed columns for attributes never seen before, in a commit of its own. Concurrent writers
+   * (the parallel load's workers) may add columns at the same moment: a lost race is re-planned
+   * from the new schema, where the other writer's columns may already be what this one needs.
+   */
+  static Table evolveSchema(Table table, List<Change> changes, TableSettings tableSettings) {
     List<Map<String, DdbValue>> images = new ArrayList<>();
     for (Change c : changes) {
       if (c.newImage() != null) {
         images.add(c.newImage());
       }
     }
-    int[] placeholderIds = {table.schema().highestFieldId()};
-    TableLayout.SchemaChanges needed =
-        TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
-    if (needed.isEmpty()) {
+    for (int attempt = 1; ; attempt++) {
+      int[] placeholderIds = {table.schema().highestFieldId()};
+      TableLayout.SchemaChanges needed =
+          TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+      if (needed.isEmpty()) {
+        return table;
+      }
+      UpdateSchema update = table.updateSchema();
+      needed.applyTo(update);
+      try {
+        update.commit();
+      } catch (CommitFailedException lost) {
+        if (attempt >= SCHEMA_COMMIT_ATTEMPTS) {
+          throw lost;
+        }
+        LOG.info("Schema change attempt {} lost a race ({}); re-planning it", attempt, lost.getMessage());
+        table.refresh();
+        continue;
+      }
+      table.refresh();
+      LOG.info("Schema: {}", needed);
       return table;
     }
-    UpdateSchema update = table.updateSchema();
-    needed.applyTo(update);
-    update.commit();
-    table.refresh();
-    LOG.info("Schema: {}", needed);
-    return table;
   }
 
   private void quarantineChange(Change c, String reason) {

@@ -88,15 +88,21 @@ public final class ExportLoader {
     Table table = TableCreator.loadIfExists(catalog, id);
     if (table != null) {
       TableCreator.adopt(table, tableSettings);
+      ParallelExportLoad.Mark parallel = ParallelExportLoad.markOf(table);
+      if (parallel != null) {
+        throw new IllegalStateException("Parallel load " + parallel.loadId() + " of export " + parallel.exportId()
+            + " has been in progress since " + parallel.started() + ": run one load at a time; load this export once"
+            + " it has committed.");
+      }
     }
     ExportProgress.Load load = table == null ? null : ExportProgress.read(table).get(exportId);
     if (load != null && load.done()) {
       return result(manifest, load, 0, 0, 0, 0, start, "Export " + exportId + " was loaded before; nothing to do.");
     }
-    List<String> keys = keyNames(table, request);
+    List<String> keys = keyNames(table, request, id);
     List<StagedObject> waiting = store.list(); // for the hand-off check and the removals window, as in a merge
     if (load == null) {
-      checkHandOff(table, manifest, request, waiting);
+      checkHandOff(table, manifest, request, waiting, store);
       load = new ExportProgress.Load(manifest.type().name(), manifest.time().toEpochMilli(), 0, 0, 0, false);
       LOG.atInfo().addKeyValue("exportId", exportId).addKeyValue("items", manifest.itemCount())
           .addKeyValue("files", manifest.files().size()).log("Starting the load of export {}", request.location());
@@ -146,7 +152,7 @@ public final class ExportLoader {
     return result(manifest, load, items, itemsWritten, skipped, snapshots, start, note);
   }
 
-  private List<String> keyNames(Table table, Request request) {
+  static List<String> keyNames(Table table, Request request, TableIdentifier id) {
     if (table != null) {
       List<String> tableKeys = TableLayout.of(table).keyNames();
       if (!request.keys().isEmpty() && !request.keys().equals(tableKeys)) {
@@ -164,7 +170,8 @@ public final class ExportLoader {
   }
 
   /** Refuses (IllegalStateException with the reason) a load that could leave a gap or bring items back. */
-  private void checkHandOff(Table table, ExportManifest manifest, Request request, List<StagedObject> staged) {
+  static void checkHandOff(Table table, ExportManifest manifest, Request request, List<StagedObject> staged,
+      StagingStore store) {
     if (manifest.type() != ExportManifest.Type.FULL || request.skipHandOffCheck()) {
       return;
     }
@@ -175,7 +182,7 @@ public final class ExportLoader {
           + " h, so items removed since could come back. Request a new export (the stager keeps running).");
     }
     Instant needed = exportTime.minus(request.margin());
-    Long since = streamReachesBackTo(table, staged);
+    Long since = streamReachesBackTo(table, staged, store);
     if (since == null) {
       throw new IllegalStateException("Nothing shows that the stream covers export " + manifest.exportId() + " of "
           + exportTime + ": no stream change has been staged or merged yet. Deploy the stager on the table's stream"
@@ -191,7 +198,7 @@ public final class ExportLoader {
   }
 
   /** The oldest stream change merged so far or still staged (epoch ms), or null when there is none. */
-  private Long streamReachesBackTo(Table table, List<StagedObject> staged) {
+  private static Long streamReachesBackTo(Table table, List<StagedObject> staged, StagingStore store) {
     String merged = table == null ? null : Checkpoint.readProperty(table, Checkpoint.STREAM_SINCE);
     Long since = merged == null ? null : Long.valueOf(merged);
     if (!staged.isEmpty()) {

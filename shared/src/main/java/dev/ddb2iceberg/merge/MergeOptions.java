@@ -17,12 +17,15 @@ import dev.ddb2iceberg.index.IndexCache;
  * @param keyIndexCacheBytes memory a warm merger may keep index files in between runs
  * @param rewriteFilesBelowBytes a data file smaller than this that the merge would give deletes is
  *     rewritten instead (its other live rows move into the merge's new files); 0: never
+ * @param waitForInitialLoad merge nothing until an export load has finished ({@code INITIAL_LOAD=parallel-export}):
+ *     a big table's first copy then goes into an empty table, which the parallel load fills without lookups
  */
 public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads,
-    boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes, long rewriteFilesBelowBytes) {
+    boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes, long rewriteFilesBelowBytes,
+    boolean waitForInitialLoad) {
   /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
   public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, true, 64,
-      IndexCache.defaultBudget(), 0);
+      IndexCache.defaultBudget(), 0, false);
   /**
    * Continuous mode's default for {@code rewriteFilesBelowBytes}: its merges write a small file per
    * partition every few seconds, which later merges touch again (BENCHMARKS.md, "Freshness").
@@ -34,6 +37,11 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
     if (!keyIndex.equals("on") && !keyIndex.equals("off")) {
       throw new ConfigurationException("Environment variable KEY_INDEX='" + keyIndex + "' is not on or off.");
     }
+    String initialLoad = env.optional("INITIAL_LOAD", "none");
+    if (!initialLoad.equals("none") && !initialLoad.equals("parallel-export")) {
+      throw new ConfigurationException("Environment variable INITIAL_LOAD='" + initialLoad + "' is not none or"
+          + " parallel-export.");
+    }
     return new MergeOptions(
         env.positiveInt("MAX_CHANGES_PER_RUN", DEFAULTS.maxChanges()),
         env.positiveLong("MAX_STAGED_BYTES_PER_RUN", DEFAULTS.maxStagedBytes()),
@@ -43,28 +51,36 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
         env.positiveInt("KEY_INDEX_PARTS", DEFAULTS.keyIndexParts()),
         env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
         env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES",
-            "continuous".equalsIgnoreCase(env.optional("MERGE_MODE", "scheduled")) ? CONTINUOUS_REWRITE_BELOW_BYTES : 0));
+            "continuous".equalsIgnoreCase(env.optional("MERGE_MODE", "scheduled")) ? CONTINUOUS_REWRITE_BELOW_BYTES : 0),
+        initialLoad.equals("parallel-export"));
   }
 
   public MergeOptions withMaxChanges(int n) {
     return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes);
+        keyIndexCacheBytes, rewriteFilesBelowBytes,
+        waitForInitialLoad);
   }
 
   public MergeOptions withKeyIndex(boolean on) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, on, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes);
+        keyIndexCacheBytes, rewriteFilesBelowBytes,
+        waitForInitialLoad);
   }
 
   /** With no cache: every run reads the index from storage, as a new container does. */
   public MergeOptions withoutKeyIndexCache() {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts, 0,
-        rewriteFilesBelowBytes);
+        rewriteFilesBelowBytes, waitForInitialLoad);
   }
 
   public MergeOptions withRewriteFilesBelow(long bytes) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, bytes);
+        keyIndexCacheBytes, bytes, waitForInitialLoad);
+  }
+
+  public MergeOptions withWaitForInitialLoad(boolean wait) {
+    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
+        keyIndexCacheBytes, rewriteFilesBelowBytes, wait);
   }
 
   /** How this run finds live rows. */

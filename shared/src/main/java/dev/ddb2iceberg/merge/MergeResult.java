@@ -21,6 +21,8 @@ package dev.ddb2iceberg.merge;
  * @param oldestUnmergedAgeSeconds age of the oldest staged object left, 0 if none
  * @param lagSeconds now minus the approximate time of the oldest change applied this run
  * @param millis run time
+ * @param heldBecause why the run merged nothing on purpose (a parallel export load is in progress,
+ *     or merges wait for the initial load), or null
  */
 public record MergeResult(
     long changesRead,
@@ -40,4 +42,5 @@ public record MergeResult(
     long backlogBytes,
     long oldestUnmergedAgeSeconds,
     long lagSeconds,
-    long millis) {}
+    long millis,
+    String heldBecause) {}

@@ -101,6 +101,16 @@ public final class Merger {
       TableCreator.adopt(table, tableSettings);
     }
 
+    String held = heldBecause(table);
+    if (held != null) {
+      LOG.atInfo().addKeyValue("backlogObjects", listed.size()).log("Merge run held: {}", held);
+      Instant now = Instant.now();
+      return new MergeResult(0, 0, 0, 0, 0, 0, 0, 0, 0, null, 0, 0, 0, listed.size(),
+          listed.stream().mapToLong(StagedObject::size).sum(), listed.stream().map(StagedObject::lastModified)
+              .min(Instant::compareTo).map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L), 0,
+          (System.nanoTime() - start) / 1_000_000, held);
+    }
+
     // 1. Objects an earlier run applied but could not delete: delete now, never apply again.
     Set<String> checkpoint = table == null ? Set.of() : Checkpoint.read(table);
     List<StagedObject> alreadyApplied = new ArrayList<>();
@@ -149,6 +159,26 @@ public final class Merger {
           notDeleted.size());
     }
     return result(start, slice, outcome, attempts, alreadyApplied.size() + outcome.appliedByOthers, pending);
+  }
+
+  /**
+   * Why this run must not merge, or null: a parallel export load is in progress (its commit must
+   * find the table as its plan saw it), or merges wait for the initial load
+   * ({@link MergeOptions#waitForInitialLoad}) and no export load has finished yet. The stager keeps
+   * staging meanwhile; nothing is lost, the changes wait.
+   */
+  private String heldBecause(Table table) {
+    ParallelExportLoad.Mark mark = table == null ? null : ParallelExportLoad.markOf(table);
+    if (mark != null) {
+      return "parallel load " + mark.loadId() + " of export " + mark.exportId() + " is in progress since "
+          + mark.started() + "; merges resume once it commits (staged changes wait, nothing is lost)";
+    }
+    if (options.waitForInitialLoad()
+        && (table == null || ExportProgress.read(table).values().stream().noneMatch(ExportProgress.Load::done))) {
+      return "INITIAL_LOAD=parallel-export: merges wait for the table's initial export load (start the export-load"
+          + " state machine, or ./ddb2iceberg load-export --parallel N); staged changes wait, nothing is lost";
+    }
+    return null;
   }
 
   /** Deletes objects the checkpoint names; returns the tokens of those still in the staging prefix. */
@@ -252,7 +282,7 @@ public final class Merger {
         outcome.filesRead(), outcome.filesInTable(),
         left.size(), left.stream().mapToLong(StagedObject::size).sum(), oldestAge,
         Math.max(0, (now.toEpochMilli() - oldestChange) / 1000),
-        (System.nanoTime() - start) / 1_000_000);
+        (System.nanoTime() - start) / 1_000_000, null);
     LOG.atInfo()
         .addKeyValue("snapshotId", r.snapshotId())
         .addKeyValue("firstStagedObject", slice.objects.isEmpty() ? null : slice.objects.get(0).name().key())

@@ -165,29 +165,7 @@ public final class MergerHandler implements RequestStreamHandler {
    * export is in or the invocation's time is nearly up; invoke again with the same input to resume.
    */
   private ExportLoadResult loadExport(JsonNode detail, MergeOptions options, Context context) {
-    JsonNode location = detail.get("loadExport");
-    if (!location.isTextual()) {
-      throw new IllegalArgumentException("Merger input loadExport must be the export's s3:// folder, not " + location);
-    }
-    List<String> keys = new ArrayList<>();
-    JsonNode keysNode = detail.path("keys");
-    if (!keysNode.isMissingNode()) {
-      if (!keysNode.isArray() || keysNode.isEmpty() || keysNode.size() > 2) {
-        throw new IllegalArgumentException("Merger input keys must list the partition key and, if any, the sort key,"
-            + " such as [\"pk\", \"sk\"]; got " + keysNode);
-      }
-      keysNode.forEach(k -> keys.add(k.asText()));
-    }
-    JsonNode margin = detail.path("marginMinutes");
-    if (!margin.isMissingNode() && (!margin.canConvertToInt() || margin.asInt() < 0)) {
-      throw new IllegalArgumentException("Merger input marginMinutes=" + margin + " is not a whole number of minutes.");
-    }
-    JsonNode skip = detail.path("skipHandOffCheck");
-    if (!skip.isMissingNode() && !skip.isBoolean()) {
-      throw new IllegalArgumentException("Merger input skipHandOffCheck must be true or false, not " + skip);
-    }
-    ExportLoader.Request request = new ExportLoader.Request(ExportLocation.parse(location.asText()), keys,
-        Duration.ofMinutes(margin.asInt(5)), skip.asBoolean(false));
+    ExportLoader.Request request = exportRequest(detail.get("loadExport"), detail, "Merger input loadExport");
     Instant deadline = context == null
         ? Instant.now().plus(LOCAL_LOAD_BUDGET)
         : Instant.now().plusMillis(context.getRemainingTimeInMillis()).minus(LOAD_RESERVE);
@@ -198,6 +176,35 @@ public final class MergerHandler implements RequestStreamHandler {
         .addKeyValue("snapshots", result.snapshots()).addKeyValue("done", result.done())
         .addKeyValue("millis", result.millis()).log("Export load run: {}", result.note());
     return result;
+  }
+
+  /**
+   * What to load, from an input: {@code location} (the export's s3:// folder, named {@code what} in
+   * errors) and the optional {@code keys}, {@code marginMinutes} and {@code skipHandOffCheck}.
+   */
+  static ExportLoader.Request exportRequest(JsonNode location, JsonNode detail, String what) {
+    if (location == null || !location.isTextual()) {
+      throw new IllegalArgumentException(what + " must be the export's s3:// folder, not " + location);
+    }
+    List<String> keys = new ArrayList<>();
+    JsonNode keysNode = detail.path("keys");
+    if (!keysNode.isMissingNode() && !keysNode.isNull()) {
+      if (!keysNode.isArray() || keysNode.isEmpty() || keysNode.size() > 2) {
+        throw new IllegalArgumentException("Input keys must list the partition key and, if any, the sort key,"
+            + " such as [\"pk\", \"sk\"]; got " + keysNode);
+      }
+      keysNode.forEach(k -> keys.add(k.asText()));
+    }
+    JsonNode margin = detail.path("marginMinutes");
+    if (!margin.isMissingNode() && (!margin.canConvertToInt() || margin.asInt() < 0)) {
+      throw new IllegalArgumentException("Input marginMinutes=" + margin + " is not a whole number of minutes.");
+    }
+    JsonNode skip = detail.path("skipHandOffCheck");
+    if (!skip.isMissingNode() && !skip.isBoolean()) {
+      throw new IllegalArgumentException("Input skipHandOffCheck must be true or false, not " + skip);
+    }
+    return new ExportLoader.Request(ExportLocation.parse(location.asText()), keys,
+        Duration.ofMinutes(margin.asInt(5)), skip.asBoolean(false));
   }
 
   /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
