@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
@@ -14,6 +15,7 @@ import com.networknt.schema.ValidationMessage;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.maintainer.MaintenanceSettings;
+import dev.ddb2iceberg.merger.ExportLoadHandler;
 import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.stager.StagerSettings;
 import java.io.InputStream;
@@ -57,6 +59,7 @@ class TemplateTest {
   private static final Map<String, Consumer<Environment>> SETTINGS = Map.of(
       "Stager", StagerSettings::from,
       "Merger", MergerSettings::from,
+      "ExportLoad", ExportLoadHandler::checkSettings,
       "Maintenance", MaintenanceSettings::from);
 
   private static JsonSchema samSchema() throws Exception {
@@ -136,6 +139,100 @@ class TemplateTest {
     int runSeconds = Integer.parseInt(ROOT.path("Resources").path("Merger").path("Properties").path("Environment")
         .path("Variables").path("MERGE_RUN_SECONDS").asText());
     assertTrue(runSeconds <= 57, "MERGE_RUN_SECONDS=" + runSeconds + " leaves under 3 s before the next run");
+  }
+
+  /**
+   * The export-load state machine, offline: its ASL is JSON whose every transition lands on a state
+   * of its scope; every task invokes, through a substitution, a function of this stack with a step
+   * that function's handler knows; and its role may invoke exactly those functions, and start and
+   * follow only its own executions (the distributed map's children).
+   */
+  @Test
+  void theExportLoadStateMachineInvokesOnlyThisStacksFunctionAndItsRoleAllowsExactlyThat() throws Exception {
+    JsonNode machine = ROOT.path("Resources").path("ExportLoadStateMachine").path("Properties");
+    Path file = ProjectFiles.root().resolve(machine.path("DefinitionUri").asText());
+    String text = Files.readString(file);
+    JsonNode asl = new com.fasterxml.jackson.databind.ObjectMapper().readTree(text); // throws unless JSON
+    JsonNode substitutions = machine.path("DefinitionSubstitutions");
+    java.util.regex.Matcher used = java.util.regex.Pattern.compile("\\$\\{([A-Za-z0-9]+)}").matcher(text);
+    Set<String> usedNames = new TreeSet<>();
+    while (used.find()) {
+      usedNames.add(used.group(1));
+    }
+    Set<String> defined = new TreeSet<>();
+    substitutions.fieldNames().forEachRemaining(defined::add);
+    assertEquals(defined, usedNames, "substitutions defined and used");
+
+    Set<String> invoked = new TreeSet<>();
+    Set<String> steps = new TreeSet<>();
+    checkStates(asl, "", invoked, steps, substitutions);
+    assertEquals(Set.of("ExportLoad"), invoked, "functions the tasks invoke");
+    assertEquals(Set.of("plan", "load", "index", "commit", "abort"), steps, "steps the tasks run");
+    JsonNode map = asl.path("States").path("LoadWorkItems");
+    assertEquals("DISTRIBUTED", map.path("ItemProcessor").path("ProcessorConfig").path("Mode").asText());
+    assertEquals("$.work", map.path("ItemsPath").asText(), "the plan step's output field");
+    assertEquals("$.concurrency", map.path("MaxConcurrencyPath").asText(), "the plan step's output field");
+
+    List<String> invokable = new ArrayList<>();
+    List<String> states = new ArrayList<>();
+    for (JsonNode policy : machine.path("Policies")) {
+      for (JsonNode statement : statements(policy)) {
+        assertEquals("Allow", statement.path("Effect").asText());
+        for (JsonNode action : statement.path("Action")) {
+          assertFalse(action.asText().contains("*"), "wildcard action " + action);
+          JsonNode resources = statement.path("Resource").isArray() ? statement.path("Resource")
+              : JsonNodeFactory.instance.arrayNode().add(statement.path("Resource"));
+          for (JsonNode r : resources) {
+            (action.asText().startsWith("lambda:") ? invokable : states).add(r.toString());
+          }
+        }
+      }
+    }
+    List<String> expected = new ArrayList<>();
+    for (String f : invoked) {
+      expected.add("{\"Fn::GetAtt\":[\"" + f + "\",\"Arn\"]}");
+      expected.add("{\"Fn::Sub\":\"${" + f + ".Arn}:*\"}");
+    }
+    assertEquals(new TreeSet<>(expected), new TreeSet<>(invokable), "lambda:InvokeFunction on exactly those functions");
+    String name = machine.path("Name").path("Fn::Sub").asText();
+    assertFalse(name.isEmpty(), "a fixed name, so that the policy can name the machine's own executions");
+    for (String r : states) {
+      assertTrue(r.contains(":stateMachine:" + name + "\"") || r.contains(":execution:" + name + ":")
+          || r.contains(":execution:" + name + "/"), "states: actions only on this machine and its executions: " + r);
+    }
+  }
+
+  /** Checks one scope's states (and the nested ones of its maps). */
+  private static void checkStates(JsonNode scope, String path, Set<String> invoked, Set<String> steps,
+      JsonNode substitutions) {
+    JsonNode states = scope.path("States");
+    assertTrue(states.has(scope.path("StartAt").asText()), path + "StartAt names no state: " + scope.path("StartAt"));
+    states.fields().forEachRemaining(e -> {
+      JsonNode state = e.getValue();
+      String where = path + e.getKey();
+      for (JsonNode next : List.of(state.path("Next"), state.path("Default"))) {
+        assertTrue(next.isMissingNode() || states.has(next.asText()), where + ": Next names no state: " + next);
+      }
+      state.path("Catch").forEach(c -> assertTrue(states.has(c.path("Next").asText()), where + ": Catch to " + c));
+      String type = state.path("Type").asText();
+      assertTrue(Set.of("Task", "Map", "Pass", "Fail", "Succeed", "Choice").contains(type), where + ": type " + type);
+      assertTrue(type.equals("Fail") || type.equals("Succeed") || type.equals("Choice") || state.has("Next")
+          || state.path("End").asBoolean(), where + " neither ends nor goes on");
+      if (type.equals("Task")) {
+        assertEquals("arn:aws:states:::lambda:invoke", state.path("Resource").asText(), where);
+        String function = state.path("Parameters").path("FunctionName").asText();
+        assertTrue(function.matches("\\$\\{[A-Za-z0-9]+}"), where + ": FunctionName is a substitution: " + function);
+        JsonNode arn = substitutions.path(function.substring(2, function.length() - 1));
+        String id = arn.path("Fn::GetAtt").path(0).asText();
+        assertTrue(TEMPLATE.functionIds().contains(id) && arn.path("Fn::GetAtt").path(1).asText().equals("Arn"),
+            where + ": invokes a function of this stack: " + arn);
+        invoked.add(id);
+        steps.add(state.path("Parameters").path("Payload").path("step").asText());
+      }
+      if (type.equals("Map")) {
+        checkStates(state.path("ItemProcessor"), where + ".", invoked, steps, substitutions);
+      }
+    });
   }
 
   @Test
@@ -306,6 +403,10 @@ class TemplateTest {
     JsonNode choice = node.path("Fn::If");
     if (!variable.equals("CATALOG_TYPE") && choice.path(1).isValueNode() && choice.path(2).isValueNode()) {
       return choice.path(1).asText();
+    }
+    JsonNode parameter = ROOT.path("Parameters").path(node.path("Ref").asText());
+    if (parameter.path("Type").asText().equals("Number")) {
+      return parameter.path("Default").asText(); // a number parameter's default (ExportLoadConcurrency)
     }
     return switch (variable) {
       case "CATALOG_TYPE" -> catalogType;

@@ -37,7 +37,10 @@ import software.amazon.awssdk.services.s3.S3Client;
 public final class ExportLoadHandler implements RequestStreamHandler {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Set<String> INPUT_FIELDS = Set.of("step", "export", "keys", "marginMinutes",
-      "skipHandOffCheck", "workers", "loadId", "work", "group", "error");
+      "skipHandOffCheck", "workers", "loadId", "work", "group", "error", "input");
+  /** What an execution's input may hold (the state machine hands it to the plan step as "input"). */
+  private static final Set<String> PLAN_FIELDS = Set.of("export", "keys", "marginMinutes", "skipHandOffCheck",
+      "workers");
   /** Items a worker holds before writing them (memory: about 5 KB an item of ~600 bytes, as rows and changes). */
   static final int DEFAULT_BATCH_ITEMS = 250_000;
 
@@ -55,8 +58,23 @@ public final class ExportLoadHandler implements RequestStreamHandler {
   }
 
   private ExportLoadHandler(Environment env, MergerSettings settings) {
-    this(settings, settings.catalog().load(), settings.s3().newClient(),
-        env.positiveInt("EXPORT_LOAD_CONCURRENCY", 100), env.positiveInt("LOAD_BATCH_ITEMS", DEFAULT_BATCH_ITEMS));
+    this(settings, settings.catalog().load(), settings.s3().newClient(), concurrency(env), batchItems(env));
+  }
+
+  /** Workers the map runs at once unless the execution's input says ({@code workers}). */
+  static int concurrency(Environment env) {
+    return env.positiveInt("EXPORT_LOAD_CONCURRENCY", 100);
+  }
+
+  static int batchItems(Environment env) {
+    return env.positiveInt("LOAD_BATCH_ITEMS", DEFAULT_BATCH_ITEMS);
+  }
+
+  /** Reads (and checks) every setting the handler reads, as its constructor does, without building clients. */
+  public static void checkSettings(Environment env) {
+    MergerSettings.from(env);
+    concurrency(env);
+    batchItems(env);
   }
 
   public ExportLoadHandler(MergerSettings settings, Catalog catalog, S3Client s3, int concurrency, int batchItems) {
@@ -77,20 +95,14 @@ public final class ExportLoadHandler implements RequestStreamHandler {
     String step = in.path("step").asText("");
     switch (step) {
       case "plan": {
-        int workers = in.has("workers") ? positive(in, "workers") : concurrency;
-        ParallelExportLoad.Plan plan = load.plan(MergerHandler.exportRequest(in.get("export"), in,
-            "Export load input export"), workers);
-        ObjectNode out = JSON.createObjectNode();
-        out.put("loadId", plan.loadId());
-        out.put("exportId", plan.exportId());
-        out.put("items", plan.items());
-        out.put("files", plan.files());
-        out.put("lookups", plan.lookups());
-        out.put("concurrency", workers);
-        out.set("work", JSON.valueToTree(plan.work().stream().map(w -> JSON.createObjectNode().put("work", w.work())
-            .put("items", w.items())).toList()));
-        out.set("indexGroups", JSON.valueToTree(IntStream.range(0, plan.indexGroups()).boxed().toList()));
-        return out;
+        JsonNode plan = in.has("input") ? in.get("input") : in;
+        plan.fieldNames().forEachRemaining(f -> {
+          if (!PLAN_FIELDS.contains(f) && !f.equals("step")) {
+            throw new IllegalArgumentException("The export load's input has an unknown field '" + f + "'; it takes "
+                + new java.util.TreeSet<>(PLAN_FIELDS) + ".");
+          }
+        });
+        return plan(plan);
       }
       case "load":
         return load.loadWork(loadId(in), nonNegative(in, "work"));
@@ -115,6 +127,23 @@ public final class ExportLoadHandler implements RequestStreamHandler {
   ExportLoadHandler beforeCommit(java.util.function.Consumer<org.apache.iceberg.Table> hook) {
     load.beforeCommit(hook);
     return this;
+  }
+
+  private ObjectNode plan(JsonNode in) {
+    int workers = in.has("workers") && !in.get("workers").isNull() ? positive(in, "workers") : concurrency;
+    ParallelExportLoad.Plan plan = load.plan(MergerHandler.exportRequest(in.get("export"), in,
+        "Export load input export"), workers);
+    ObjectNode out = JSON.createObjectNode();
+    out.put("loadId", plan.loadId());
+    out.put("exportId", plan.exportId());
+    out.put("items", plan.items());
+    out.put("files", plan.files());
+    out.put("lookups", plan.lookups());
+    out.put("concurrency", workers);
+    out.set("work", JSON.valueToTree(plan.work().stream().map(w -> JSON.createObjectNode().put("work", w.work())
+        .put("items", w.items())).toList()));
+    out.set("indexGroups", JSON.valueToTree(IntStream.range(0, plan.indexGroups()).boxed().toList()));
+    return out;
   }
 
   private static String loadId(JsonNode in) {
