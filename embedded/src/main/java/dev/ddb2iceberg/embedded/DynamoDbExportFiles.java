@@ -50,6 +50,41 @@ public final class DynamoDbExportFiles {
   }
 
   /**
+   * A full export of {@code count} generated items ({@code item} makes the i-th), written one data
+   * file at a time so that an export of millions of items never sits in memory (benchmarks); item i
+   * goes to file i % files, and one more file stays empty.
+   */
+  public String writeFull(String exportId, Instant time, long count, int files,
+      java.util.function.LongFunction<Map<String, DdbValue>> item) {
+    String folder = prefix + "AWSDynamoDB/" + exportId + "/";
+    StringBuilder manifest = new StringBuilder();
+    for (int f = 0; f <= files; f++) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      long n = 0;
+      try (GZIPOutputStream gz = new GZIPOutputStream(out, 1 << 16)) {
+        for (long i = f; f < files && i < count; i += files) {
+          gz.write(("{\"Item\":" + DdbJson.writeItem(item.apply(i)) + "}\n").getBytes(StandardCharsets.UTF_8));
+          n++;
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      byte[] bytes = out.toByteArray();
+      String key = folder + "data/" + String.format("%05d-%s.json.gz", f, exportId);
+      put(key, bytes);
+      manifest.append(JSON.createObjectNode().put("itemCount", n).put("md5Checksum", md5(bytes))
+          .put("etag", "0").put("dataFileS3Key", key)).append('\n');
+    }
+    ObjectNode summary = summary(exportId, "FULL_EXPORT").put("exportTime", time.toString());
+    put(folder + "manifest-files.json", manifest.toString().getBytes(StandardCharsets.UTF_8));
+    summary.put("manifestFilesS3Key", folder + "manifest-files.json");
+    summary.put("itemCount", count);
+    put(folder + "manifest-summary.json", summary.toString().getBytes(StandardCharsets.UTF_8));
+    put(folder + "_started", new byte[0]);
+    return "s3://" + bucket + "/" + folder;
+  }
+
+  /**
    * An incremental export of {@code changes} between {@code from} and {@code to}, with the
    * NEW_AND_OLD_IMAGES view: each change's write time is its approximate creation time.
    */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.embedded.LocalContext;
+import dev.ddb2iceberg.merge.InProcessExportLoad;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +18,8 @@ import picocli.CommandLine.Parameters;
  * {@code load-export s3://…/AWSDynamoDB/<id>/}: loads a DynamoDB export through the Merger function,
  * invoking it with {@code {"loadExport": …}} again and again, as a user would with
  * {@code aws lambda invoke}, until the export is in, printing progress after each invocation.
+ * With {@code --parallel N}, runs the export-load state machine's steps instead, in process, with N
+ * workers at once (see {@link InProcessExportLoad}), through the ExportLoad function.
  */
 @Command(name = "load-export", mixinStandardHelpOptions = true,
     description = "Load a DynamoDB export (DYNAMODB_JSON) into the table through the Merger function, resumably.")
@@ -40,10 +43,18 @@ final class LoadExportCommand implements Callable<Integer> {
   @Option(names = "--skip-hand-off-check", description = "load although no staged stream change shows that the stream covers the export time")
   boolean skipHandOffCheck;
 
+  @Option(names = "--parallel", paramLabel = "N",
+      description = "load a full export with N workers at once, as the export-load state machine does (one commit"
+          + " at the end; merges wait meanwhile), instead of chunk by chunk through the Merger")
+  Integer parallel;
+
   @CommandLine.Mixin LocalStackOptions stack;
 
   @Override
   public Integer call() throws Exception {
+    if (parallel != null) {
+      return parallel();
+    }
     SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
     Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
     ObjectNode input = JSON.createObjectNode().put("loadExport", export).put("marginMinutes", marginMinutes)
@@ -73,6 +84,42 @@ final class LoadExportCommand implements Callable<Integer> {
           return 0;
         }
       }
+    }
+  }
+
+  /** The state machine's steps, in process, through the ExportLoad function. */
+  private int parallel() throws Exception {
+    if (parallel < 1) {
+      throw new UserError("--parallel " + parallel + ": give the number of workers, 1 or more.");
+    }
+    SamTemplate.Function function = SamTemplate.read(stack.template).function("ExportLoad");
+    Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
+    ObjectNode input = JSON.createObjectNode().put("export", export).put("marginMinutes", marginMinutes)
+        .put("skipHandOffCheck", skipHandOffCheck);
+    if (keys != null && !keys.isEmpty()) {
+      keys.forEach(input.putArray("keys")::add);
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    try (FunctionStreams redirected = FunctionStreams.redirect(FunctionStreams.lines(spec.commandLine().getErr()),
+        System.err)) {
+      Object handler = LocalInvoker.newHandler(function.handler(), env);
+      JsonNode result = new InProcessExportLoad(step -> {
+        try {
+          return JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(step),
+              new LocalContext("ExportLoad", 4096, 900)));
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }, line -> {
+        synchronized (out) {
+          out.println(line);
+          out.flush();
+        }
+      }).run(input, parallel);
+      out.println(result.path("note").asText());
+      return 0;
+    } catch (IllegalArgumentException | IllegalStateException refused) {
+      throw new UserError(LocalInvoker.rootMessage(refused));
     }
   }
 }

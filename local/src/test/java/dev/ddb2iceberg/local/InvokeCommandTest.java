@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.local;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -86,6 +87,33 @@ class InvokeCommandTest {
     Run bad = run("load-export", "s3://" + bucket + "/exports/AWSDynamoDB/missing/", "-n", envVars.toString());
     assertEquals(2, bad.exit(), "a user error: " + bad.err());
     assertTrue(bad.err().contains("is the export finished"), bad.err());
+  }
+
+  @Test
+  void loadExportInParallelRunsTheStateMachinesStepsThroughTheExportLoadFunction() {
+    assertEquals(0, invoke("Stager", "stager-batch.json").exit()); // the stream first
+    List<Map<String, DdbValue>> items = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      items.add(Map.of("customer_id", new DdbValue.S("C-" + i), "order_id", new DdbValue.N(Integer.toString(i)),
+          "status", new DdbValue.S("OPEN")));
+    }
+    String export = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
+        .writeFull("01764460900000-parallel", Instant.now().minusSeconds(60), items, 4);
+
+    Run load = run("load-export", export, "--keys", "customer_id,order_id", "--parallel", "2", "-n",
+        envVars.toString());
+    assertEquals(0, load.exit(), load.err());
+    assertTrue(load.out().contains("planned load 01764460900000-parallel-"), load.out());
+    assertTrue(load.out().contains("of 40 items, 2 of 2 work items"), load.out());
+    assertTrue(load.out().contains("is loaded: 40 rows"), load.out());
+
+    Run status = run("status", "-n", envVars.toString());
+    assertTrue(status.out().contains("export       01764460900000-parallel: loaded, 40 items"), status.out());
+    assertFalse(status.out().contains("loading      parallel load"), status.out());
+
+    Run again = run("load-export", export, "--parallel", "2", "-n", envVars.toString());
+    assertEquals(2, again.exit(), "a user error: " + again.err());
+    assertTrue(again.err().contains("was loaded before"), again.err());
   }
 
   @Test
@@ -188,7 +216,7 @@ class InvokeCommandTest {
     Run r = invoke("Stagr", "stager-batch.json");
     assertEquals(2, r.exit());
     assertEquals("Error: no function 'Stagr' in " + ProjectFiles.root().resolve("template.yaml")
-        + "; its functions are [Stager, Merger, Maintenance]", r.err().strip());
+        + "; its functions are [Stager, Merger, ExportLoad, Maintenance]", r.err().strip());
   }
 
   @Test

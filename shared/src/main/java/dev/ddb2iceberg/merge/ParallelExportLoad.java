@@ -246,6 +246,32 @@ public final class ParallelExportLoad {
     }
   }
 
+  /**
+   * The parallel load in progress on the table, in words with its work items done so far (for
+   * {@code ./ddb2iceberg status}), or null when none is.
+   */
+  public static String progress(Table table) {
+    Mark mark = markOf(table);
+    if (mark == null) {
+      return null;
+    }
+    String done = "";
+    try {
+      Plan plan = readPlan(table, mark.loadId());
+      int finished = 0;
+      if (table.io() instanceof SupportsPrefixOperations io) {
+        for (FileInfo f : io.listPrefix(folder(table, mark.loadId()) + "done/")) {
+          finished++;
+        }
+      }
+      done = ", " + finished + " of " + plan.work().size() + " work items done (" + plan.items() + " items)";
+    } catch (RuntimeException e) {
+      done = " (its plan is not readable: " + e.getMessage() + ")";
+    }
+    return "parallel load " + mark.loadId() + " of export " + mark.exportId() + " since " + mark.started() + done
+        + "; merges wait until it commits";
+  }
+
   private void mark(Table table, Mark mark) {
     try {
       table.updateProperties().set(IN_PROGRESS, JSON.writeValueAsString(mark)).commit();
@@ -291,7 +317,10 @@ public final class ParallelExportLoad {
     for (int i = 0; i < files.size(); i++) {
       sum += files.get(i).itemCount();
       boolean last = i == files.size() - 1;
-      if (last || (sum >= target && work.size() < MAX_WORK_ITEMS - 1)) {
+      if (last && sum == 0 && !work.isEmpty()) {
+        Work previous = work.remove(work.size() - 1); // trailing empty files join the last work item
+        work.add(new Work(previous.work(), previous.from(), i + 1, previous.items()));
+      } else if (last || (sum >= target && work.size() < MAX_WORK_ITEMS - 1)) {
         work.add(new Work(work.size(), from, i + 1, sum));
         from = i + 1;
         sum = 0;

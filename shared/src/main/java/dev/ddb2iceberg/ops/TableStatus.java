@@ -6,6 +6,7 @@ import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ExportProgress;
+import dev.ddb2iceberg.merge.ParallelExportLoad;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
@@ -71,7 +72,8 @@ public record TableStatus(
     double smallFileRatio,
     String lastCompactionAt,
     Map<String, ExportProgress.Load> exportLoads,
-    KeyIndexStatus keyIndex) {
+    KeyIndexStatus keyIndex,
+    String parallelLoad) {
 
   /**
    * The key index at a glance.
@@ -112,7 +114,7 @@ public record TableStatus(
         .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
     if (table == null || table.currentSnapshot() == null) {
       return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
-          0, 0, 0, 0, 0, 0, 0, null, Map.of(), null);
+          0, 0, 0, 0, 0, 0, 0, null, Map.of(), null, table == null ? null : ParallelExportLoad.progress(table));
     }
     Snapshot current = table.currentSnapshot();
     int snapshots = 0;
@@ -152,7 +154,7 @@ public record TableStatus(
         lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
         pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
         dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
-        ExportProgress.read(table), KeyIndexStatus.of(table, current));
+        ExportProgress.read(table), KeyIndexStatus.of(table, current), ParallelExportLoad.progress(table));
   }
 
   /** The report for a person. */
@@ -185,6 +187,9 @@ public record TableStatus(
     exportLoads.forEach((id, load) -> sb.append("export       ").append(id).append(": ")
         .append(load.done() ? "loaded, " : "loading, ").append(load.items()).append(" items")
         .append(load.done() ? "" : " so far (invoke the Merger with {\"loadExport\": ...} again to go on)").append('\n'));
+    if (parallelLoad != null) {
+      sb.append("loading      ").append(parallelLoad).append('\n');
+    }
     return sb.toString();
   }
 }
