@@ -15,7 +15,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
-import java.util.function.Consumer;
+import java.util.function.ObjIntConsumer;
 import java.util.zip.GZIPInputStream;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -66,12 +66,13 @@ public final class ExportFileReader {
   }
 
   /**
-   * Reads a whole file in one pass, handing each line's change to {@code sink}, and checks it as
+   * Reads a whole file in one pass, handing each line's change and its length in bytes to
+   * {@code sink}, and checks it as
    * {@link #verify} does at the end (the parallel load's workers read each file once). What the
    * sink was given before a damaged file is found must be discarded by the caller: the exception
    * names the file.
    */
-  public long readAll(ExportManifest.DataFile file, ExportLines decoder, Consumer<Change> sink) {
+  public long readAll(ExportManifest.DataFile file, ExportLines decoder, ObjIntConsumer<Change> sink) {
     MessageDigest md5 = newMd5();
     long line = 0;
     try (InputStream raw = new DigestInputStream(s3.getObject(b -> b.bucket(bucket).key(file.key())), md5);
@@ -79,7 +80,7 @@ public final class ExportFileReader {
       String text;
       while ((text = in.readLine()) != null) {
         try {
-          sink.accept(decoder.decode(text));
+          sink.accept(decoder.decode(text), text.length());
         } catch (IllegalArgumentException e) {
           throw new IllegalArgumentException("Line " + (line + 1) + " of export data file s3://" + bucket + "/"
               + file.key() + " cannot be loaded: " + e.getMessage(), e);

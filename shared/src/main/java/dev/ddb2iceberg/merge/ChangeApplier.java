@@ -236,6 +236,18 @@ final class ChangeApplier {
     return evolveSchema(table, changes, tableSettings);
   }
 
+  /** Whether the table's columns already hold every attribute of these changes (no schema change needed). */
+  static boolean schemaCovers(Table table, List<Change> changes, TableSettings tableSettings) {
+    List<Map<String, DdbValue>> images = new ArrayList<>();
+    for (Change c : changes) {
+      if (c.newImage() != null) {
+        images.add(c.newImage());
+      }
+    }
+    int[] placeholderIds = {table.schema().highestFieldId()};
+    return TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]).isEmpty();
+  }
+
   /**
    * Adds typed columns for attributes never seen before, in a commit of its own. Concurrent writers
    * (the parallel load's workers) may add columns at the same moment: a lost race is re-planned

@@ -93,6 +93,10 @@ public final class ParallelExportLoad {
   static final long ENTRIES_PER_INDEX_PART = 5_000_000;
   /** Parts are built in at most this many groups (a Step Functions inline map runs up to 40 at once). */
   static final int MAX_INDEX_GROUPS = 40;
+  /** Changes a worker turns into rows at a time (and looks up, into a table with rows). */
+  static final int CHUNK_ITEMS = 10_000;
+  /** A batch of rows is written once their JSON text reaches this share of the heap (rows take about twice that). */
+  static final double BATCH_HEAP_SHARE = 0.2;
 
   /** What the table's {@link #IN_PROGRESS} property says. */
   public record Mark(String loadId, String exportId, String started) {}
@@ -349,32 +353,32 @@ public final class ParallelExportLoad {
     WorkerState state = new WorkerState(table, plan, runId);
     ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
     try {
-      List<Change> batch = new ArrayList<>();
       for (int f = work.from(); f < work.to(); f++) {
-        reader.readAll(manifest.files().get(f), decoder, c -> {
-          batch.add(c);
-          if (batch.size() >= batchItems) {
-            state.write(batch, pool);
-            batch.clear();
-          }
-        });
+        reader.readAll(manifest.files().get(f), decoder, (change, bytes) -> state.add(change, bytes, pool));
       }
-      state.write(batch, pool);
+      state.finish(pool);
       List<String> fragments = state.writeFragments(workIndex);
-      WorkDone done = new WorkDone(workIndex, attempt, state.items, state.rows, state.skipped, state.files, fragments);
+      WorkDone done = new WorkDone(workIndex, attempt, state.items, state.written, state.skipped, state.files,
+          fragments);
       writeBytes(table, folder(table, loadId) + "done/w" + workIndex + ".bin", serialize(done));
     } finally {
       pool.shutdownNow();
     }
     long millis = (System.nanoTime() - start) / 1_000_000;
     LOG.atInfo().addKeyValue("loadId", loadId).addKeyValue("work", workIndex).addKeyValue("items", state.items)
-        .addKeyValue("rows", state.rows).addKeyValue("skipped", state.skipped)
+        .addKeyValue("rows", state.written).addKeyValue("skipped", state.skipped)
         .addKeyValue("dataFiles", state.files.size()).addKeyValue("millis", millis)
         .log("Work item {} of load {}: {} items into {} data files", workIndex, loadId, state.items, state.files.size());
-    return new WorkResult(workIndex, state.items, state.rows, state.skipped, state.files.size(), millis);
+    return new WorkResult(workIndex, state.items, state.written, state.skipped, state.files.size(), millis);
   }
 
-  /** One worker's running state: the data files and index entries it has written so far. */
+  /**
+   * One worker's running state. Changes are turned into rows in small chunks (a row takes about
+   * half the memory of its change), and rows are written once a batch is full: by
+   * {@code batchItems}, or by {@link #BATCH_HEAP_SHARE} of the heap in JSON text (rows take about
+   * twice their text), so a batch fits whatever the items' size. Each batch writes one file per
+   * partition, sorted by key: the bigger the batch, the fewer and bigger the files.
+   */
   private final class WorkerState {
     private Table table;
     private final Plan plan;
@@ -382,8 +386,12 @@ public final class ParallelExportLoad {
     private final List<DataFile> files = new ArrayList<>();
     private final IndexEntries.Builder[] fragments;
     private final Tombstones removals;
+    private final List<Change> pending = new ArrayList<>();
+    private final List<Record> rows = new ArrayList<>();
+    private final long batchBytes = (long) (Runtime.getRuntime().maxMemory() * BATCH_HEAP_SHARE);
+    private long rowBytes;
     private long items;
-    private long rows;
+    private long written;
     private long skipped;
     private int batches;
 
@@ -398,31 +406,61 @@ public final class ParallelExportLoad {
       this.removals = plan.lookups() ? Tombstones.read(table, TableLayout.of(table)) : null;
     }
 
-    void write(List<Change> batch, ExecutorService pool) {
-      if (batch.isEmpty()) {
+    void add(Change c, int bytes, ExecutorService pool) {
+      pending.add(c);
+      items++;
+      rowBytes += bytes;
+      if (pending.size() >= Math.max(1, Math.min(CHUNK_ITEMS, batchItems / 4))) {
+        convert(pool);
+      }
+      if (rows.size() >= batchItems || rowBytes >= batchBytes) {
+        convert(pool);
+        write(pool);
+      }
+    }
+
+    void finish(ExecutorService pool) {
+      convert(pool);
+      write(pool);
+    }
+
+    /** Pending changes to rows; the schema first gains any new columns (rows of the old schema are written first). */
+    private void convert(ExecutorService pool) {
+      if (pending.isEmpty()) {
         return;
       }
-      items += batch.size();
-      List<Change> kept = plan.lookups() ? notInTable(batch, pool) : batch;
-      skipped += batch.size() - kept.size();
-      table = ChangeApplier.evolveSchema(table, kept, tableSettings);
-      TableLayout layout = TableLayout.of(table);
-      List<Record> out = new ArrayList<>(kept.size());
-      for (Change c : kept) {
-        out.add(layout.toRow(c));
+      List<Change> kept = plan.lookups() ? notInTable(pending, pool) : pending;
+      skipped += pending.size() - kept.size();
+      if (!ChangeApplier.schemaCovers(table, kept, tableSettings)) {
+        write(pool); // rows already made have the current schema's shape: write them with it
+        table = ChangeApplier.evolveSchema(table, kept, tableSettings);
       }
+      TableLayout layout = TableLayout.of(table);
+      for (Change c : kept) {
+        rows.add(layout.toRow(c));
+      }
+      pending.clear();
+    }
+
+    private void write(ExecutorService pool) {
+      if (rows.isEmpty()) {
+        return;
+      }
+      TableLayout layout = TableLayout.of(table);
       // Each batch its own writer id: file names are made of it, a task number and a counter.
-      MergeWriter.Written written = new MergeWriter(table, runId + "-b" + batches++).writeRows(out, layout.keyOrder(),
+      MergeWriter.Written out = new MergeWriter(table, runId + "-b" + batches++).writeRows(rows, layout.keyOrder(),
           pool);
-      files.addAll(written.files());
-      rows += out.size();
+      files.addAll(out.files());
+      written += rows.size();
       if (fragments.length > 0) {
         byte[] sequence = new BigInteger(Long.toString(plan.exportMillis() * 1000)).toByteArray();
-        for (MergeWriter.RowLocation r : written.rows()) {
+        for (MergeWriter.RowLocation r : out.rows()) {
           byte[] key = IndexKeys.encode(layout.keyOf(r.row()));
           fragments[IndexKeys.part(key, plan.indexParts()) % fragments.length].add(key, r.file(), r.position(), sequence);
         }
       }
+      rows.clear();
+      rowBytes = 0;
     }
 
     /** The changes whose key the table at the plan's snapshot neither holds nor removed since. */

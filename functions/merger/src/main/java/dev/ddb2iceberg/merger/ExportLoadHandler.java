@@ -41,8 +41,8 @@ public final class ExportLoadHandler implements RequestStreamHandler {
   /** What an execution's input may hold (the state machine hands it to the plan step as "input"). */
   private static final Set<String> PLAN_FIELDS = Set.of("export", "keys", "marginMinutes", "skipHandOffCheck",
       "workers");
-  /** Items a worker holds before writing them (memory: about 5 KB an item of ~600 bytes, as rows and changes). */
-  static final int DEFAULT_BATCH_ITEMS = 250_000;
+  /** Items a worker writes at once at most (its heap bounds a batch too: ParallelExportLoad.BATCH_HEAP_SHARE). */
+  static final int DEFAULT_BATCH_ITEMS = 1_000_000;
 
   private final ParallelExportLoad load;
   private final int concurrency;

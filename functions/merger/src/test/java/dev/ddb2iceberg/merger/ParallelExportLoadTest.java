@@ -92,7 +92,7 @@ class ParallelExportLoadTest {
     this.server = server;
     String bucket = S3ServerExtension.newBucket(server);
     env.putAll(new LocalStack(server, bucket, dir).environment("orders"));
-    env.put("LOAD_BATCH_ITEMS", "120"); // several batches a worker, as a big export gives
+    env.put("LOAD_BATCH_ITEMS", "400"); // several batches a worker, as a big export gives
     configure();
     s3 = server.newClient();
     exports = new DynamoDbExportFiles(s3, bucket, "exports/");
@@ -343,6 +343,33 @@ class ParallelExportLoadTest {
     stage(h.after());
     mergeAll();
     assertTableEquals(source(h));
+  }
+
+  @Test
+  void attributesFirstSeenByAWorkerAfterTheSampleBecomeColumnsAndEarlierRowsKeepTheirValues() {
+    List<Map<String, DdbValue>> items = new ArrayList<>();
+    for (int i = 0; i < 12_000; i++) {
+      Map<String, DdbValue> item = new java.util.LinkedHashMap<>();
+      item.put("pk", new DdbValue.S("c" + (i / 4)));
+      item.put("sk", new DdbValue.N(Integer.toString(i % 4)));
+      item.put("amount", new DdbValue.N(Integer.toString(i)));
+      if (i >= 11_000 && i % 2 == 1) {
+        item.put("late", new DdbValue.S("seen only past the plan's sample, " + i)); // in data file 1's tail
+      }
+      items.add(item);
+    }
+    // Two data files (item i in file i % 2): the plan's 10,000-item sample is file 0 and the head of file 1.
+    String location = exports.writeFull("01764000000000-s", Instant.now().minusSeconds(60), items, 2);
+    stage(List.of(new KeyedWorkload(9, 10).upsert(0, Operation.INSERT))); // the stream covers the export
+    load(invoker(handler()), location, 2);
+
+    assertTrue(table().schema().findField("late") != null, "the worker added the column: " + table().schema());
+    ExpectedTable model = new ExpectedTable();
+    items.forEach(item -> model.apply(List.of(new Change(Map.of("pk", item.get("pk"), "sk", item.get("sk")),
+        Operation.INSERT, item, "1", 0, false))));
+    mergeAll();
+    model.apply(List.of(new KeyedWorkload(9, 10).upsert(0, Operation.INSERT)));
+    assertTableEquals(model);
   }
 
   @Test
