@@ -57,11 +57,7 @@ final class LoadExportCommand implements Callable<Integer> {
     }
     SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
     Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
-    ObjectNode input = JSON.createObjectNode().put("loadExport", export).put("marginMinutes", marginMinutes)
-        .put("skipHandOffCheck", skipHandOffCheck);
-    if (keys != null && !keys.isEmpty()) {
-      keys.forEach(input.putArray("keys")::add);
-    }
+    ObjectNode input = input("loadExport");
     PrintWriter out = spec.commandLine().getOut();
     // What the function prints on its stdout (JSON logs with LOG_FORMAT=json) is not this command's output.
     try (FunctionStreams redirected = FunctionStreams.redirect(FunctionStreams.lines(spec.commandLine().getErr()),
@@ -87,6 +83,16 @@ final class LoadExportCommand implements Callable<Integer> {
     }
   }
 
+  /** The function's input: the export's folder under {@code exportField}, and the options given. */
+  private ObjectNode input(String exportField) {
+    ObjectNode input = JSON.createObjectNode().put(exportField, export).put("marginMinutes", marginMinutes)
+        .put("skipHandOffCheck", skipHandOffCheck);
+    if (keys != null && !keys.isEmpty()) {
+      keys.forEach(input.putArray("keys")::add);
+    }
+    return input;
+  }
+
   /** The state machine's steps, in process, through the ExportLoad function. */
   private int parallel() throws Exception {
     if (parallel < 1) {
@@ -94,11 +100,7 @@ final class LoadExportCommand implements Callable<Integer> {
     }
     SamTemplate.Function function = SamTemplate.read(stack.template).function("ExportLoad");
     Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
-    ObjectNode input = JSON.createObjectNode().put("export", export).put("marginMinutes", marginMinutes)
-        .put("skipHandOffCheck", skipHandOffCheck);
-    if (keys != null && !keys.isEmpty()) {
-      keys.forEach(input.putArray("keys")::add);
-    }
+    ObjectNode input = input("export");
     PrintWriter out = spec.commandLine().getOut();
     try (FunctionStreams redirected = FunctionStreams.redirect(FunctionStreams.lines(spec.commandLine().getErr()),
         System.err)) {
