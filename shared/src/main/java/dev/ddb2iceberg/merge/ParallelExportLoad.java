@@ -89,6 +89,12 @@ public final class ParallelExportLoad {
   public static final String IN_PROGRESS = "ddb2iceberg.parallel-export-load";
   /** At most this many work items: the state machine passes them in its state (256 KB at most). */
   static final int MAX_WORK_ITEMS = 4_000;
+  /**
+   * Items a work item holds at most (when the export's files allow): a worker must finish within
+   * Lambda's 15 minutes, and at the measured ~8,000 items/s of a 4 GB worker (BENCHMARKS.md) 3M
+   * items take about 6 minutes. More work items than workers simply run in waves.
+   */
+  static final long MAX_ITEMS_PER_WORK = 3_000_000;
   /** Key index parts hold about this many entries at most after a load (55 bytes each in memory). */
   static final long ENTRIES_PER_INDEX_PART = 5_000_000;
   /** Parts are built in at most this many groups (a Step Functions inline map runs up to 40 at once). */
@@ -307,13 +313,15 @@ public final class ParallelExportLoad {
   }
 
   /**
-   * Contiguous runs of data files with about equal item counts: at least {@code workers} work items
-   * (when there are that many files), at most {@link #MAX_WORK_ITEMS}. A data file is never split:
+   * Contiguous runs of data files with about equal item counts: at least {@code workers} work items,
+   * and enough that none holds more than {@link #MAX_ITEMS_PER_WORK} (when there are that many
+   * files), at most {@link #MAX_WORK_ITEMS}. A data file is never split:
    * gzip cannot be read from the middle.
    */
   static List<Work> split(List<ExportManifest.DataFile> files, int workers) {
     long total = files.stream().mapToLong(ExportManifest.DataFile::itemCount).sum();
-    int items = Math.max(1, Math.min(MAX_WORK_ITEMS, Math.min(files.size(), workers)));
+    long wanted = Math.max(workers, (total + MAX_ITEMS_PER_WORK - 1) / MAX_ITEMS_PER_WORK);
+    int items = (int) Math.max(1, Math.min(MAX_WORK_ITEMS, Math.min(files.size(), wanted)));
     long target = Math.max(1, (total + items - 1) / items);
     List<Work> work = new ArrayList<>();
     int from = 0;
@@ -722,17 +730,20 @@ public final class ParallelExportLoad {
         return 0;
       }
       String data = table.location().endsWith("/") ? table.location() + "data/" : table.location() + "/data/";
-      for (FileInfo f : io.listPrefix(data)) {
-        if (f.location().contains(runIdOf(loadId) + "-w") && !keep.contains(f.location())) {
-          doomed.add(f.location());
-        }
-      }
-      for (String prefix : List.of(KeyIndex.fileLocation(table, "load-" + loadId + "-"), folder(table, loadId),
+      // Each place on its own: an S3 table bucket may refuse listing its data while the derived
+      // files' bucket allows it.
+      for (String prefix : List.of(data, KeyIndex.fileLocation(table, "load-" + loadId + "-"), folder(table, loadId),
           KeyIndex.fileLocation(table, "load-" + loadId + "/"))) {
-        for (FileInfo f : io.listPrefix(prefix)) {
-          if (!keep.contains(f.location())) {
-            doomed.add(f.location());
+        try {
+          for (FileInfo f : io.listPrefix(prefix)) {
+            boolean ours = !prefix.equals(data) || f.location().contains(runIdOf(loadId) + "-w");
+            if (ours && !keep.contains(f.location())) {
+              doomed.add(f.location());
+            }
           }
+        } catch (RuntimeException e) {
+          LOG.warn("Could not list {} for the files of load {} ({}); orphan cleanup takes any left", prefix, loadId,
+              e.toString());
         }
       }
       doomed.forEach(io::deleteFile);
