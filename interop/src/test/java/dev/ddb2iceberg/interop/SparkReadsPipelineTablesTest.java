@@ -12,6 +12,7 @@ import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.merge.ExportLoadResult;
 import dev.ddb2iceberg.merge.ExportLoader;
+import dev.ddb2iceberg.merge.ParallelExportLoad;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -75,6 +76,7 @@ class SparkReadsPipelineTablesTest {
     TABLES.put("items_v3", itemsWithDeletionVectors(stack));
     TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
     TABLES.put("exported", loadedFromAnExport(stack));
+    TABLES.put("loaded_in_parallel", loadedInParallel(stack));
     for (PipelineTable t : TABLES.values()) {
       t.assertIcebergReadsTheModel();
     }
@@ -247,6 +249,43 @@ class SparkReadsPipelineTablesTest {
     return t;
   }
 
+  /**
+   * A parallel export load (issue 21) into an empty table, its steps run one after another here,
+   * then the stream (before and after the export) merged over it.
+   */
+  private static PipelineTable loadedInParallel(LocalStack stack) {
+    PipelineTable t = new PipelineTable(stack, "loaded_in_parallel", Map.of());
+    KeyedWorkload w = new KeyedWorkload(6, 400);
+    List<Change> older = new ArrayList<>();
+    for (int i = 0; i < 400; i++) {
+      older.add(w.upsert(i, Operation.INSERT));
+    }
+    List<Change> before = w.next(300);
+    List<Change> after = w.next(300);
+    ExpectedTable atExport = new ExpectedTable();
+    atExport.apply(older);
+    atExport.apply(before);
+    t.model.apply(older);
+    t.stage(before);
+    t.stage(after);
+    DynamoDbExportFiles exports = new DynamoDbExportFiles(stack.server().newClient(), "local", "exports/");
+    String location = exports.writeFull("01764000000000-parallel", Instant.now().minusSeconds(60),
+        new ArrayList<>(atExport.items().values()), 4);
+    ParallelExportLoad load = new ParallelExportLoad(t.catalog, t.settings.table(), t.store, t.settings.options(),
+        stack.server().newClient(), 150);
+    ParallelExportLoad.Plan plan = load.plan(new ExportLoader.Request(ExportLocation.parse(location),
+        List.of("pk", "sk"), Duration.ofMinutes(5), false), 3);
+    for (ParallelExportLoad.Work work : plan.work()) {
+      load.loadWork(plan.loadId(), work.work());
+    }
+    for (int g = 0; g < plan.indexGroups(); g++) {
+      load.buildIndex(plan.loadId(), g);
+    }
+    load.commit(plan.loadId());
+    t.merge();
+    return t;
+  }
+
   private static void assertSparkSeesTheSource(String name) {
     PipelineTable t = TABLES.get(name);
     TableLayout layout = t.layout();
@@ -281,6 +320,11 @@ class SparkReadsPipelineTablesTest {
   @Test
   void sparkSeesTheSourceTableAfterAnExportLoad() {
     assertSparkSeesTheSource("exported");
+  }
+
+  @Test
+  void sparkSeesTheSourceTableAfterAParallelExportLoad() {
+    assertSparkSeesTheSource("loaded_in_parallel");
   }
 
   @Test
