@@ -101,7 +101,9 @@ public final class ContinuousMerge {
     /** Nothing was staged for the idle time. */
     IDLE,
     /** Another merge would not have committed before the deadline. */
-    DEADLINE
+    DEADLINE,
+    /** Merges are held (a parallel export load is in progress): the next scheduled run looks again. */
+    HELD
   }
 
   /**
@@ -157,6 +159,10 @@ public final class ContinuousMerge {
       Duration took = Duration.between(start, clock.instant());
       longest = took.compareTo(longest) > 0 ? took : longest;
       merges.add(r);
+      if (r.heldBecause() != null) {
+        stop = Stop.HELD; // looking again every few seconds would only list the growing backlog
+        break;
+      }
       boolean found = r.objectsApplied() + r.objectsAlreadyApplied() + r.quarantined() > 0 || r.backlogObjects() > 0;
       if (found) {
         lastFound = start;
@@ -182,6 +188,7 @@ public final class ContinuousMerge {
           case NOTHING_STAGED -> "nothing staged at its start";
           case IDLE -> "nothing staged for " + settings.idle.toSeconds() + " s";
           case DEADLINE -> "another merge would not commit before the next scheduled run";
+          case HELD -> "merges are held: " + merges.get(merges.size() - 1).heldBecause();
         });
     return new Result(merges, stop, deadline, longest.toMillis());
   }

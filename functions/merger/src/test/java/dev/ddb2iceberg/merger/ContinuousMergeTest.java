@@ -235,6 +235,21 @@ class ContinuousMergeTest {
     assertTableEqualsModel();
   }
 
+  @Test
+  void aRunWhoseMergesAreHeldForAParallelLoadEndsAfterItsFirstLookInsteadOfSpinning() {
+    stageBatch(20);
+    env.put("INITIAL_LOAD", "parallel-export"); // no export loaded yet: merges wait
+    settings = MergerSettings.from(new Environment(env));
+    TimedMerges merges = new TimedMerges(Duration.ofMillis(200));
+    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
+        t -> clock.set(t)).run(T0.plus(Duration.ofSeconds(55)));
+    assertEquals(ContinuousMerge.Stop.HELD, run.stoppedBecause());
+    assertEquals(1, run.merges().size(), "one look, then the run returns: " + run.merges());
+    assertEquals(1, run.merges().get(0).backlogObjects(), "the staged batch waits");
+    assertTrue(run.merges().get(0).heldBecause().contains("INITIAL_LOAD=parallel-export"),
+        run.merges().get(0).heldBecause());
+  }
+
   // ------------------------------------------------------------------ the handler
 
   /** A Lambda context with a fixed remaining time. */
