@@ -77,7 +77,7 @@ public final class ParallelLoadThroughput {
   private static void run(ParallelExportLoad load, String location, int workers, long items) {
     long start = System.nanoTime();
     ParallelExportLoad.Plan plan = load.plan(new ExportLoader.Request(ExportLocation.parse(location),
-        List.of("pk", "sk"), Duration.ofMinutes(5), true), workers);
+        List.of("pk", "sk"), Duration.ofMinutes(5), true), workers, null);
     long tPlan = System.nanoTime();
     ExecutorService pool = Executors.newFixedThreadPool(workers);
     List<ParallelExportLoad.WorkResult> done = new ArrayList<>();

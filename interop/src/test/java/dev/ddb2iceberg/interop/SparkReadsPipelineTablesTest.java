@@ -274,7 +274,7 @@ class SparkReadsPipelineTablesTest {
     ParallelExportLoad load = new ParallelExportLoad(t.catalog, t.settings.table(), t.store, t.settings.options(),
         stack.server().newClient(), 150);
     ParallelExportLoad.Plan plan = load.plan(new ExportLoader.Request(ExportLocation.parse(location),
-        List.of("pk", "sk"), Duration.ofMinutes(5), false), 3);
+        List.of("pk", "sk"), Duration.ofMinutes(5), false), 3, null);
     for (ParallelExportLoad.Work work : plan.work()) {
       load.loadWork(plan.loadId(), work.work());
     }

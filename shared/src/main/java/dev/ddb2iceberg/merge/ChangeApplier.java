@@ -276,6 +276,13 @@ final class ChangeApplier {
           throw lost;
         }
         LOG.info("Schema change attempt {} lost a race ({}); re-planning it", attempt, lost.getMessage());
+        // Jittered: hundreds of load workers meeting the same new attribute must not retry in step.
+        try {
+          Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(50L << Math.min(attempt, 5)));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw lost;
+        }
         table.refresh();
         continue;
       }

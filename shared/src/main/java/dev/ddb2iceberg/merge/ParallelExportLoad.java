@@ -37,8 +37,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
-import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
@@ -47,6 +47,8 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.NotFoundException;
+import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.FileInfo;
 import org.apache.iceberg.io.SupportsPrefixOperations;
 import org.slf4j.Logger;
@@ -89,6 +91,8 @@ public final class ParallelExportLoad {
   public static final String IN_PROGRESS = "ddb2iceberg.parallel-export-load";
   /** At most this many work items: the state machine passes them in its state (256 KB at most). */
   static final int MAX_WORK_ITEMS = 4_000;
+  /** A distributed map runs at most this many children at once. */
+  static final int MAX_WORKERS = 10_000;
   /**
    * Items a work item holds at most (when the export's files allow): a worker must finish within
    * Lambda's 15 minutes, and at the measured ~8,000 items/s of a 4 GB worker (BENCHMARKS.md) 3M
@@ -97,15 +101,22 @@ public final class ParallelExportLoad {
   static final long MAX_ITEMS_PER_WORK = 3_000_000;
   /** Key index parts hold about this many entries at most after a load (55 bytes each in memory). */
   static final long ENTRIES_PER_INDEX_PART = 5_000_000;
-  /** Parts are built in at most this many groups (a Step Functions inline map runs up to 40 at once). */
+  /** Parts are built in this many groups (a Step Functions inline map runs up to 40 at once) ... */
   static final int MAX_INDEX_GROUPS = 40;
+  /** ... or more, so that a group holds at most this many entries (about 60 bytes each, packed, in memory). */
+  static final long ENTRIES_PER_INDEX_GROUP = 10_000_000;
   /** Changes a worker turns into rows at a time (and looks up, into a table with rows). */
   static final int CHUNK_ITEMS = 10_000;
+  static final int LOOKUP_CHUNK_ITEMS = 100_000;
   /** A batch of rows is written once their JSON text reaches this share of the heap (rows take about twice that). */
   static final double BATCH_HEAP_SHARE = 0.2;
+  /** Workers running in this JVM now (one in Lambda; several under the local runner). */
+  private static final java.util.concurrent.atomic.AtomicInteger ACTIVE_WORKERS =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   /** What the table's {@link #IN_PROGRESS} property says. */
-  public record Mark(String loadId, String exportId, String started) {}
+  /** @param execution the run that planned the load (a state machine execution's id), so a retried plan step finds it */
+  public record Mark(String loadId, String exportId, String started, String execution) {}
 
   /**
    * One work item: the export's data files {@code from} (inclusive) to {@code to} (exclusive), in
@@ -130,7 +141,8 @@ public final class ParallelExportLoad {
       List<String> fragments) implements Serializable {}
 
   /** What an index step wrote, kept as {@code index/g<g>.json}. */
-  public record GroupDone(int group, Map<Integer, String> parts, long entries, long bytes) {}
+  /** @param attempts the worker attempt each work item's entries came from (the commit checks they are the ones it commits) */
+  public record GroupDone(int group, Map<Integer, String> parts, long entries, long bytes, Map<Integer, String> attempts) {}
 
   /** What a worker did, for the state machine (small: the map's results are kept in its state). */
   public record WorkResult(int work, long items, long rows, long skipped, int dataFiles, long millis) {}
@@ -179,9 +191,19 @@ public final class ParallelExportLoad {
    * @param workers how many workers will run at once: the export is split into at least that many
    *     work items (when it has that many data files)
    */
-  public Plan plan(ExportLoader.Request request, int workers) {
+  public Plan plan(ExportLoader.Request request, int workers, String execution) {
+    if (workers < 1 || workers > MAX_WORKERS) {
+      throw new IllegalArgumentException("workers=" + workers + ": give 1 to " + MAX_WORKERS + " (the most a"
+          + " distributed map runs at once).");
+    }
     ExportManifest manifest = ExportManifest.read(exportS3, request.location());
     String exportId = manifest.exportId();
+    Table marked = execution == null ? null : TableCreator.loadIfExists(catalog, id);
+    Mark mark = marked == null ? null : markOf(marked);
+    if (mark != null && execution.equals(mark.execution()) && mark.exportId().equals(exportId)) {
+      LOG.info("Load {} was planned by this execution before (a retried plan step): its plan stands", mark.loadId());
+      return readPlan(marked, mark.loadId());
+    }
     if (manifest.type() != ExportManifest.Type.FULL) {
       throw new IllegalArgumentException("Export " + exportId + " is incremental: its changes must be applied in"
           + " order, which the parallel load does not do. Load it with the merger (load-export without --parallel,"
@@ -210,15 +232,24 @@ public final class ParallelExportLoad {
     }
     Snapshot base = table.currentSnapshot();
     boolean lookups = base != null && (totalRecords(base) > 0 || Checkpoint.readProperty(table, Tombstones.PROPERTY) != null);
+    if (lookups && (!options.keyIndex() || KeyIndex.resolve(table, base).manifest() == null)) {
+      // Each worker would otherwise read the key columns of the whole table, or rebuild the index.
+      throw new IllegalStateException("Table " + id + " already has rows, and its current snapshot " + base.snapshotId()
+          + " names no key index for the workers to look their keys up in: " + (options.keyIndex()
+          ? KeyIndex.resolve(table, base).why() + ". Let one merge run (it writes the index), then start the load again;"
+          : "KEY_INDEX is off. Turn it on and let one merge run, then start the load again;")
+          + " or load the export through the Merger ({\"loadExport\": …}).");
+    }
     int parts = lookups ? 0 : (int) Math.max(options.keyIndexParts(),
         (manifest.itemCount() + ENTRIES_PER_INDEX_PART - 1) / ENTRIES_PER_INDEX_PART);
-    int groups = Math.min(parts, MAX_INDEX_GROUPS);
+    int groups = (int) Math.min(parts, Math.max(MAX_INDEX_GROUPS,
+        (manifest.itemCount() + ENTRIES_PER_INDEX_GROUP - 1) / ENTRIES_PER_INDEX_GROUP));
     String loadId = exportId + "-" + UUID.randomUUID().toString().substring(0, 8);
     Plan plan = new Plan(loadId, request.location().toString(), exportId, manifest.time().toEpochMilli(),
         manifest.itemCount(), manifest.files().size(), keys, lookups, base == null ? null : base.snapshotId(), parts,
         groups, split(manifest.files(), workers), Instant.now().toString());
     writeJson(table, folder(table, loadId) + "plan.json", plan);
-    mark(table, new Mark(loadId, exportId, plan.started()));
+    mark(table, new Mark(loadId, exportId, plan.started(), execution));
     LOG.atInfo().addKeyValue("loadId", loadId).addKeyValue("items", plan.items()).addKeyValue("files", plan.files())
         .addKeyValue("workItems", plan.work().size()).addKeyValue("lookups", lookups)
         .log("Parallel load of export {} planned: {} work items; merges wait until it commits", exportId,
@@ -358,6 +389,7 @@ public final class ParallelExportLoad {
     ExportFileReader reader = new ExportFileReader(exportS3, manifest.location().bucket());
     String attempt = UUID.randomUUID().toString().substring(0, 8);
     String runId = "load-" + loadId + "-w" + workIndex + "-" + attempt;
+    ACTIVE_WORKERS.incrementAndGet();
     WorkerState state = new WorkerState(table, plan, runId);
     ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
     try {
@@ -371,6 +403,7 @@ public final class ParallelExportLoad {
       writeBytes(table, folder(table, loadId) + "done/w" + workIndex + ".bin", serialize(done));
     } finally {
       pool.shutdownNow();
+      ACTIVE_WORKERS.decrementAndGet();
     }
     long millis = (System.nanoTime() - start) / 1_000_000;
     LOG.atInfo().addKeyValue("loadId", loadId).addKeyValue("work", workIndex).addKeyValue("items", state.items)
@@ -396,7 +429,9 @@ public final class ParallelExportLoad {
     private final Tombstones removals;
     private final List<Change> pending = new ArrayList<>();
     private final List<Record> rows = new ArrayList<>();
-    private final long batchBytes = (long) (Runtime.getRuntime().maxMemory() * BATCH_HEAP_SHARE);
+    // Workers in one JVM (the local runner) share its heap.
+    private final long batchBytes = (long) (Runtime.getRuntime().maxMemory() * BATCH_HEAP_SHARE
+        / Math.max(1, ACTIVE_WORKERS.get()));
     private long rowBytes;
     private long items;
     private long written;
@@ -418,7 +453,9 @@ public final class ParallelExportLoad {
       pending.add(c);
       items++;
       rowBytes += bytes;
-      if (pending.size() >= Math.max(1, Math.min(CHUNK_ITEMS, batchItems / 4))) {
+      // Into a table with rows, each chunk is one look-up in the key index: bigger chunks, fewer reads.
+      int chunk = plan.lookups() ? LOOKUP_CHUNK_ITEMS : CHUNK_ITEMS;
+      if (pending.size() >= Math.max(1, Math.min(chunk, batchItems / 4))) {
         convert(pool);
       }
       if (rows.size() >= batchItems || rowBytes >= batchBytes) {
@@ -547,7 +584,9 @@ public final class ParallelExportLoad {
       written.put(part.getKey(), KeyIndex.fileLocation(table, name));
       entries += built.size();
     }
-    GroupDone result = new GroupDone(group, written, entries, bytes);
+    Map<Integer, String> attempts = new HashMap<>();
+    done.forEach(w -> attempts.put(w.work(), w.attempt()));
+    GroupDone result = new GroupDone(group, written, entries, bytes, attempts);
     writeJson(table, folder(table, loadId) + "index/g" + group + ".json", result);
     LOG.info("Key index group {} of load {}: {} parts, {} entries in {} ms", group, loadId, written.size(), entries,
         (System.nanoTime() - start) / 1_000_000);
@@ -605,6 +644,13 @@ public final class ParallelExportLoad {
         for (int g = 0; g < plan.indexGroups(); g++) {
           GroupDone group = readJson(table, folder(table, loadId) + "index/g" + g + ".json", GroupDone.class,
               "index group " + g + " has not finished");
+          for (WorkDone w : done) {
+            if (!w.attempt().equals(group.attempts().get(w.work()))) {
+              throw new IllegalStateException("Index group " + g + " of load " + loadId + " was built from attempt "
+                  + group.attempts().get(w.work()) + " of work item " + w.work() + ", but the attempt recorded now is "
+                  + w.attempt() + " (two attempts ran at once): nothing was committed.");
+            }
+          }
           group.parts().forEach(base::set);
           indexEntries += group.entries();
           bytes += group.bytes();
@@ -614,19 +660,34 @@ public final class ParallelExportLoad {
               + " entries but the workers wrote " + rows + " rows: nothing was committed.");
         }
         summary.put(KeyIndex.PROPERTY, KeyIndex.writeManifest(table, base, indexEntries, bytes));
-      } else {
-        LOG.warn("Table {} gained rows from another writer during load {}: the first merge rebuilds the key index",
-            id, loadId);
       }
     }
+    // A row delta that only adds rows: unlike a plain append, it refuses (ValidationException) when
+    // any other commit added rows since the plan's snapshot: a merge that was already running when
+    // the table was marked, or another attempt of this very commit. Compactions do not count.
     Transaction txn = table.newTransaction();
-    AppendFiles append = txn.newAppend();
-    files.forEach(append::appendFile);
+    RowDelta append = txn.newRowDelta().conflictDetectionFilter(Expressions.alwaysTrue())
+        .validateNoConflictingDataFiles();
+    if (plan.baseSnapshotId() != null) {
+      append.validateFromSnapshot(plan.baseSnapshotId());
+    }
+    files.forEach(append::addRows);
     summary.forEach(append::set);
-    append.commit();
-    txn.updateProperties().remove(IN_PROGRESS).commit();
-    beforeCommit.accept(table);
-    txn.commitTransaction(); // retried by Iceberg on a lost race: an append conflicts with nothing
+    try {
+      append.commit();
+      txn.updateProperties().remove(IN_PROGRESS).commit();
+      beforeCommit.accept(table);
+      txn.commitTransaction(); // retried by Iceberg on a lost race, validating again each time
+    } catch (ValidationException conflict) {
+      table.refresh();
+      if (Checkpoint.snapshotOf(table, runIdOf(loadId)) != null) {
+        return commit(loadId); // another attempt of this commit landed first: report it
+      }
+      throw new IllegalStateException("Load " + loadId + " cannot commit: rows were committed to table " + id
+          + " after the load began (a merge that was already running when the table was marked). Nothing of the"
+          + " load was committed; start the load again (merges are held from its plan on). " + conflict.getMessage(),
+          conflict);
+    }
     table.refresh();
     Snapshot ours = Checkpoint.snapshotOf(table, runIdOf(loadId));
     Set<String> keep = new HashSet<>();
@@ -746,7 +807,11 @@ public final class ParallelExportLoad {
               e.toString());
         }
       }
-      doomed.forEach(io::deleteFile);
+      if (io instanceof org.apache.iceberg.io.SupportsBulkOperations bulk) {
+        bulk.deleteFiles(doomed); // S3FileIO: a thousand keys a request
+      } else {
+        doomed.forEach(io::deleteFile);
+      }
     } catch (RuntimeException e) {
       LOG.warn("Could not delete all files of load {} that are not in the table ({}); orphan cleanup takes the rest",
           loadId, e.toString());

@@ -37,7 +37,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 public final class ExportLoadHandler implements RequestStreamHandler {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Set<String> INPUT_FIELDS = Set.of("step", "export", "keys", "marginMinutes",
-      "skipHandOffCheck", "workers", "loadId", "work", "group", "error", "input");
+      "skipHandOffCheck", "workers", "loadId", "work", "group", "error", "input", "execution");
   /** What an execution's input may hold (the state machine hands it to the plan step as "input"). */
   private static final Set<String> PLAN_FIELDS = Set.of("export", "keys", "marginMinutes", "skipHandOffCheck",
       "workers");
@@ -95,9 +95,16 @@ public final class ExportLoadHandler implements RequestStreamHandler {
     String step = in.path("step").asText("");
     switch (step) {
       case "plan": {
-        JsonNode plan = in.has("input") ? in.get("input") : in;
+        JsonNode plan = in;
+        if (in.path("input").isObject()) { // from the state machine: the execution's input, and its id
+          ObjectNode copy = in.get("input").deepCopy();
+          if (in.path("execution").isTextual()) {
+            copy.put("execution", in.get("execution").asText());
+          }
+          plan = copy;
+        }
         plan.fieldNames().forEachRemaining(f -> {
-          if (!PLAN_FIELDS.contains(f) && !f.equals("step")) {
+          if (!PLAN_FIELDS.contains(f) && !f.equals("step") && !f.equals("execution")) {
             throw new IllegalArgumentException("The export load's input has an unknown field '" + f + "'; it takes "
                 + new java.util.TreeSet<>(PLAN_FIELDS) + ".");
           }
@@ -131,8 +138,9 @@ public final class ExportLoadHandler implements RequestStreamHandler {
 
   private ObjectNode plan(JsonNode in) {
     int workers = in.has("workers") && !in.get("workers").isNull() ? positive(in, "workers") : concurrency;
+    JsonNode execution = in.path("execution");
     ParallelExportLoad.Plan plan = load.plan(MergerHandler.exportRequest(in.get("export"), in,
-        "Export load input export"), workers);
+        "Export load input export"), workers, execution.isTextual() ? execution.asText() : null);
     ObjectNode out = JSON.createObjectNode();
     out.put("loadId", plan.loadId());
     out.put("exportId", plan.exportId());

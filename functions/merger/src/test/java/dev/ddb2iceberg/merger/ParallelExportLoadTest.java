@@ -372,6 +372,90 @@ class ParallelExportLoadTest {
     assertTableEquals(model);
   }
 
+  /** The steps after the plan, one after another (the map's order does not matter). */
+  private static JsonNode loadIndexAndCommit(Function<ObjectNode, JsonNode> invoke, JsonNode plan) {
+    String loadId = plan.path("loadId").asText();
+    plan.path("work").forEach(w -> invoke.apply(JSON.createObjectNode().put("step", "load").put("loadId", loadId)
+        .put("work", w.path("work").asInt())));
+    plan.path("indexGroups").forEach(g -> invoke.apply(JSON.createObjectNode().put("step", "index")
+        .put("loadId", loadId).put("group", g.asInt())));
+    return invoke.apply(JSON.createObjectNode().put("step", "commit").put("loadId", loadId));
+  }
+
+  @Test
+  void aMergeAlreadyRunningWhenTheLoadBeganMakesTheCommitRefuseInsteadOfAddingDuplicates() {
+    History h = history(10, 300);
+    stage(h.before());
+    String location = exports.writeFull("01764000000000-x", Instant.now().minusSeconds(60), h.exported(), 3);
+    Function<ObjectNode, JsonNode> invoke = invoker(handler());
+    JsonNode[] plan = new JsonNode[1];
+    // The merge checked for a mark before there was one; the load marks the table while it writes.
+    MergeResult slipped = new Merger(catalog, settings.table(), store, settings.options()).beforeCommit(t -> {
+      if (plan[0] == null) {
+        plan[0] = invoke.apply(input(location).put("step", "plan").put("workers", 2));
+      }
+    }).run();
+    assertNotNull(slipped.snapshotId(), "the merge committed after the mark");
+
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> loadIndexAndCommit(invoke, plan[0]));
+    assertTrue(e.getMessage().contains("rows were committed") && e.getMessage().contains("start the load again"),
+        e.getMessage());
+    invoke.apply(JSON.createObjectNode().put("step", "abort").put("loadId", plan[0].path("loadId").asText()));
+    assertEquals(slipped.snapshotId(), table().currentSnapshot().snapshotId(), "nothing of the load committed");
+
+    load(invoker(handler()), location, 2); // again, now that merges wait for it
+    stage(h.during());
+    stage(h.after());
+    mergeAll();
+    assertTableEquals(source(h));
+  }
+
+  @Test
+  void twoAttemptsOfTheCommitAtOnceCommitTheLoadOnce() {
+    History h = history(11, 300);
+    stage(h.before());
+    String location = exports.writeFull("01764000000000-y", Instant.now().minusSeconds(60), h.exported(), 3);
+    Function<ObjectNode, JsonNode> other = invoker(handler());
+    AtomicBoolean overlapped = new AtomicBoolean();
+    String[] loadId = new String[1];
+    ExportLoadHandler first = handler().beforeCommit(t -> {
+      if (overlapped.compareAndSet(false, true)) { // a retried step's attempt lands while this one commits
+        JsonNode landed = other.apply(JSON.createObjectNode().put("step", "commit").put("loadId", loadId[0]));
+        assertFalse(landed.path("alreadyCommitted").asBoolean(), landed.toString());
+      }
+    });
+    Function<ObjectNode, JsonNode> invoke = invoker(first);
+    JsonNode plan = invoke.apply(input(location).put("step", "plan").put("workers", 2));
+    loadId[0] = plan.path("loadId").asText();
+    JsonNode commit = loadIndexAndCommit(invoke, plan);
+
+    assertTrue(overlapped.get());
+    assertTrue(commit.path("alreadyCommitted").asBoolean(), "the later attempt found the first: " + commit);
+    long loads = 0;
+    for (var snapshot : table().snapshots()) {
+      loads += snapshot.summary().getOrDefault("ddb2iceberg.merge-run-id", "").startsWith("load-") ? 1 : 0;
+    }
+    assertEquals(1, loads, "one commit of the load");
+    assertEquals(h.exported().size(), TableItems.read(table()).size(), "each exported item once");
+  }
+
+  @Test
+  void aRetriedPlanStepOfTheSameExecutionFindsItsPlanInsteadOfRefusing() {
+    History h = history(12, 200);
+    stage(h.before());
+    String location = exports.writeFull("01764000000000-z", Instant.now().minusSeconds(60), h.exported(), 2);
+    Function<ObjectNode, JsonNode> invoke = invoker(handler());
+    ObjectNode step = JSON.createObjectNode().put("step", "plan").put("execution", "arn:aws:states:execution:x:1");
+    step.set("input", input(location));
+    JsonNode first = invoke.apply(step);
+    JsonNode again = invoke.apply(step);
+    assertEquals(first.path("loadId"), again.path("loadId"), "the same load");
+    IllegalStateException other = assertThrows(IllegalStateException.class,
+        () -> invoke.apply(step.deepCopy().put("execution", "arn:aws:states:execution:x:2")));
+    assertTrue(other.getMessage().contains("one load at a time"), other.getMessage());
+    invoke.apply(JSON.createObjectNode().put("step", "abort").put("loadId", first.path("loadId").asText()));
+  }
+
   @Test
   void theSameExportLoadedTwiceIsRefused() {
     History h = history(6, 300);
