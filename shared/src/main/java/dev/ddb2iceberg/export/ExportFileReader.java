@@ -25,6 +25,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * cannot seek, so earlier lines are read and skipped without being parsed).
  */
 public final class ExportFileReader {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ExportFileReader.class);
+  /** Reads of a file in a row that may be cut short before it fails. */
+  static final int REREADS = 3;
   private final S3Client s3;
   private final String bucket;
 
@@ -67,32 +70,50 @@ public final class ExportFileReader {
 
   /**
    * Reads a whole file in one pass, handing each line's change and its length in bytes to
-   * {@code sink}, and checks it as
-   * {@link #verify} does at the end (the parallel load's workers read each file once). What the
-   * sink was given before a damaged file is found must be discarded by the caller: the exception
-   * names the file.
+   * {@code sink}, and checks it as {@link #verify} does at the end (the parallel load's workers read
+   * each file once). What the sink was given before a damaged file is found must be discarded by the
+   * caller: the exception names the file.
+   *
+   * <p>The sink may take its time (a worker writes a batch of rows from inside it), and S3 closes a
+   * connection left idle that long. A read cut short is opened again and the lines already handed
+   * over are skipped (gzip cannot seek), up to {@link #REREADS} times in a row without progress.
    */
   public long readAll(ExportManifest.DataFile file, ExportLines decoder, ObjIntConsumer<Change> sink) {
-    MessageDigest md5 = newMd5();
-    long line = 0;
-    try (InputStream raw = new DigestInputStream(s3.getObject(b -> b.bucket(bucket).key(file.key())), md5);
-        BufferedReader in = lines(raw)) {
-      String text;
-      while ((text = in.readLine()) != null) {
-        try {
-          sink.accept(decoder.decode(text), text.length());
-        } catch (IllegalArgumentException e) {
-          throw new IllegalArgumentException("Line " + (line + 1) + " of export data file s3://" + bucket + "/"
-              + file.key() + " cannot be loaded: " + e.getMessage(), e);
+    long delivered = 0;
+    int failures = 0;
+    while (true) {
+      MessageDigest md5 = newMd5(); // the digest covers one whole read of the stored bytes
+      long line = 0;
+      long before = delivered;
+      try (InputStream raw = new DigestInputStream(s3.getObject(b -> b.bucket(bucket).key(file.key())), md5);
+          BufferedReader in = lines(raw)) {
+        String text;
+        while ((text = in.readLine()) != null) {
+          if (line >= delivered) {
+            try {
+              sink.accept(decoder.decode(text), text.length());
+            } catch (IllegalArgumentException e) {
+              throw new IllegalArgumentException("Line " + (line + 1) + " of export data file s3://" + bucket + "/"
+                  + file.key() + " cannot be loaded: " + e.getMessage(), e);
+            }
+            delivered++;
+          }
+          line++;
         }
-        line++;
+        raw.transferTo(java.io.OutputStream.nullOutputStream());
+        check(file, Base64.getEncoder().encodeToString(md5.digest()), line);
+        return line;
+      } catch (IOException | software.amazon.awssdk.core.exception.SdkException e) {
+        failures = delivered > before ? 1 : failures + 1;
+        if (failures > REREADS) {
+          throw new UncheckedIOException("Could not read export data file s3://" + bucket + "/" + file.key()
+              + " (" + failures + " reads in a row cut short at line " + (delivered + 1) + ")",
+              e instanceof IOException io ? io : new IOException(e));
+        }
+        LOG.info("Reading export data file s3://{}/{} was cut short at line {} ({}); reading it again from there",
+            bucket, file.key(), delivered + 1, e.toString());
       }
-      raw.transferTo(java.io.OutputStream.nullOutputStream());
-    } catch (IOException e) {
-      throw new UncheckedIOException("Could not read export data file s3://" + bucket + "/" + file.key(), e);
     }
-    check(file, Base64.getEncoder().encodeToString(md5.digest()), line);
-    return line;
   }
 
   private static MessageDigest newMd5() {

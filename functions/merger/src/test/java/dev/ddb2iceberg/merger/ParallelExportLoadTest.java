@@ -514,6 +514,18 @@ class ParallelExportLoadTest {
   }
 
   @Test
+  void theSampleExecutionInputIsWhatThePlanStepTakes() throws Exception {
+    JsonNode sample = JSON.readTree(java.nio.file.Files.readAllBytes(
+        dev.ddb2iceberg.embedded.ProjectFiles.event("export-load-execution.json")));
+    ObjectNode step = JSON.createObjectNode().put("step", "plan").put("execution", "arn:x");
+    step.set("input", sample);
+    // Every field is known; the sample's bucket does not exist here, so the plan stops at the manifest.
+    RuntimeException e = assertThrows(RuntimeException.class, () -> invoker(handler()).apply(step));
+    assertFalse(e.getMessage().contains("unknown field"), e.getMessage());
+    assertTrue(e.getMessage().contains("manifest-summary.json"), e.getMessage());
+  }
+
+  @Test
   void badStepInputIsRefusedNamingTheField() {
     Function<ObjectNode, JsonNode> invoke = invoker(handler());
     IllegalArgumentException step = assertThrows(IllegalArgumentException.class,
