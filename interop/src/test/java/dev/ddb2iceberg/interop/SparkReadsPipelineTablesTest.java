@@ -222,10 +222,12 @@ class SparkReadsPipelineTablesTest {
     return new Change(key, Operation.MODIFY, image, Long.toString(++seq[0]), 1_764_460_800_000L, false);
   }
 
-  /** An initial load from a DynamoDB export, with the stream before and after it merged. */
-  private static PipelineTable loadedFromAnExport(LocalStack stack) {
-    PipelineTable t = new PipelineTable(stack, "exported", Map.of());
-    KeyedWorkload w = new KeyedWorkload(5, 400);
+  /**
+   * A new table whose source has items older than the stream (only the export has them), and stream
+   * changes before and after the export, staged; returns the export's location.
+   */
+  private static String stagedAroundAnExport(LocalStack stack, PipelineTable t, long seed, String exportId, int files) {
+    KeyedWorkload w = new KeyedWorkload(seed, 400);
     List<Change> older = new ArrayList<>(); // older than the stream's 24 hours: only the export has them
     for (int i = 0; i < 400; i++) {
       older.add(w.upsert(i, Operation.INSERT));
@@ -239,8 +241,14 @@ class SparkReadsPipelineTablesTest {
     t.stage(before);
     t.stage(after);
     DynamoDbExportFiles exports = new DynamoDbExportFiles(stack.server().newClient(), "local", "exports/");
-    String location = exports.writeFull("01764000000000-interop", Instant.now().minusSeconds(60),
-        new ArrayList<>(atExport.items().values()), 3);
+    return exports.writeFull(exportId, Instant.now().minusSeconds(60), new ArrayList<>(atExport.items().values()),
+        files);
+  }
+
+  /** An initial load from a DynamoDB export, with the stream before and after it merged. */
+  private static PipelineTable loadedFromAnExport(LocalStack stack) {
+    PipelineTable t = new PipelineTable(stack, "exported", Map.of());
+    String location = stagedAroundAnExport(stack, t, 5, "01764000000000-interop", 3);
     ExportLoadResult r = new ExportLoader(t.catalog, t.settings.table(), t.store, t.settings.options(),
         stack.server().newClient()).run(new ExportLoader.Request(ExportLocation.parse(location), List.of("pk", "sk"),
         Duration.ofMinutes(5), false), Instant.now().plus(Duration.ofMinutes(10)));
@@ -255,22 +263,7 @@ class SparkReadsPipelineTablesTest {
    */
   private static PipelineTable loadedInParallel(LocalStack stack) {
     PipelineTable t = new PipelineTable(stack, "loaded_in_parallel", Map.of());
-    KeyedWorkload w = new KeyedWorkload(6, 400);
-    List<Change> older = new ArrayList<>();
-    for (int i = 0; i < 400; i++) {
-      older.add(w.upsert(i, Operation.INSERT));
-    }
-    List<Change> before = w.next(300);
-    List<Change> after = w.next(300);
-    ExpectedTable atExport = new ExpectedTable();
-    atExport.apply(older);
-    atExport.apply(before);
-    t.model.apply(older);
-    t.stage(before);
-    t.stage(after);
-    DynamoDbExportFiles exports = new DynamoDbExportFiles(stack.server().newClient(), "local", "exports/");
-    String location = exports.writeFull("01764000000000-parallel", Instant.now().minusSeconds(60),
-        new ArrayList<>(atExport.items().values()), 4);
+    String location = stagedAroundAnExport(stack, t, 6, "01764000000000-parallel", 4);
     ParallelExportLoad load = new ParallelExportLoad(t.catalog, t.settings.table(), t.store, t.settings.options(),
         stack.server().newClient(), 150);
     ParallelExportLoad.Plan plan = load.plan(new ExportLoader.Request(ExportLocation.parse(location),
