@@ -25,9 +25,10 @@ class ParallelLoadSplitTest {
     long items = 0;
     for (int i = 0; i < work.size(); i++) {
       ParallelExportLoad.Work w = work.get(i);
+      int at = i;
       assertEquals(i, w.work(), "work items are numbered in order");
-      assertEquals(next, w.from(), "work item " + i + " starts where the previous one ended: " + work);
-      assertTrue(w.to() > w.from(), "work item " + i + " has a file: " + w);
+      assertEquals(next, w.from(), () -> "work item " + at + " starts where the previous one ended: " + work);
+      assertTrue(w.to() > w.from(), () -> "work item " + at + " has a file: " + w);
       next = w.to();
       items += w.items();
     }
@@ -49,7 +50,7 @@ class ParallelLoadSplitTest {
     var files = files(2_000, 500_000); // 1B items
     var work = ParallelExportLoad.split(files, 100);
     assertCovers(files, work);
-    assertTrue(work.stream().allMatch(w -> w.items() <= ParallelExportLoad.MAX_ITEMS_PER_WORK), work.toString());
+    assertTrue(work.stream().allMatch(w -> w.items() <= ParallelExportLoad.MAX_ITEMS_PER_WORK), work::toString);
     assertEquals(334, work.size(), "1B / 3M items, rounded up to whole files");
   }
 
