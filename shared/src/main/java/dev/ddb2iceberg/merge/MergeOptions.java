@@ -57,14 +57,12 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
 
   public MergeOptions withMaxChanges(int n) {
     return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes,
-        waitForInitialLoad);
+        keyIndexCacheBytes, rewriteFilesBelowBytes, waitForInitialLoad);
   }
 
   public MergeOptions withKeyIndex(boolean on) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, on, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes,
-        waitForInitialLoad);
+        keyIndexCacheBytes, rewriteFilesBelowBytes, waitForInitialLoad);
   }
 
   /** With no cache: every run reads the index from storage, as a new container does. */
@@ -76,11 +74,6 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
   public MergeOptions withRewriteFilesBelow(long bytes) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
         keyIndexCacheBytes, bytes, waitForInitialLoad);
-  }
-
-  public MergeOptions withWaitForInitialLoad(boolean wait) {
-    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes, wait);
   }
 
   /** How this run finds live rows. */

@@ -67,15 +67,16 @@ import software.amazon.awssdk.services.s3.S3Client;
  *       names the load, the merger holds its merges (the stager keeps staging).
  *   <li>{@link #loadWork}, one per work item, in parallel: read the item's data files (each checked
  *       against its MD5 and item count in the same pass), write Parquet data files laid out like the
- *       table (partitioned, sorted by key) and the key index entries of their rows, and record what
+ *       table (partitioned, sorted by key within each batch) and the key index entries of their rows, and record what
  *       was written under the load's folder. A retry writes new files and replaces the record; the
  *       files of failed or repeated attempts are never committed, and {@link #commit} deletes them.
  *   <li>{@link #buildIndex}, one per group of index parts, in parallel: the key index of the loaded
  *       rows, from the workers' entries, so the first merge after the load need not read a
  *       billion keys.
- *   <li>{@link #commit}: one append of every worker's files, with the load recorded as done in its
- *       summary (as the chunked loader's cursor) and the index named, and the mark removed, in one
- *       metadata commit. Then the merger resumes from its checkpoint.
+ *   <li>{@link #commit}: every worker's files added in one commit that refuses if anything else
+ *       added rows since the plan, with the load recorded as done in its summary (as the chunked
+ *       loader's cursor) and the index named, and the mark removed, in one metadata commit. Then
+ *       the merger resumes from its checkpoint.
  * </ol>
  *
  * <p>Into an empty table the workers need no lookups. Into a table that already holds rows (the
@@ -95,8 +96,9 @@ public final class ParallelExportLoad {
   static final int MAX_WORKERS = 10_000;
   /**
    * Items a work item holds at most (when the export's files allow): a worker must finish within
-   * Lambda's 15 minutes, and at the measured ~8,000 items/s of a 4 GB worker (BENCHMARKS.md) 3M
-   * items take about 6 minutes. More work items than workers simply run in waves.
+   * Lambda's 15 minutes, and at the ~25,000 items/s projected for a 4 GB worker (BENCHMARKS.md, "The
+   * parallel export load") 3M items take 2 minutes, leaving room for a slower one. More work items
+   * than workers simply run in waves.
    */
   static final long MAX_ITEMS_PER_WORK = 3_000_000;
   /** Key index parts hold about this many entries at most after a load (55 bytes each in memory). */
