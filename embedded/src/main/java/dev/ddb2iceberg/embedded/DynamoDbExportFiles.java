@@ -56,32 +56,8 @@ public final class DynamoDbExportFiles {
    */
   public String writeFull(String exportId, Instant time, long count, int files,
       java.util.function.LongFunction<Map<String, DdbValue>> item) {
-    String folder = prefix + "AWSDynamoDB/" + exportId + "/";
-    StringBuilder manifest = new StringBuilder();
-    for (int f = 0; f <= files; f++) {
-      ByteArrayOutputStream out = new ByteArrayOutputStream();
-      long n = 0;
-      try (GZIPOutputStream gz = new GZIPOutputStream(out, 1 << 16)) {
-        for (long i = f; f < files && i < count; i += files) {
-          gz.write(("{\"Item\":" + DdbJson.writeItem(item.apply(i)) + "}\n").getBytes(StandardCharsets.UTF_8));
-          n++;
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      byte[] bytes = out.toByteArray();
-      String key = folder + "data/" + String.format("%05d-%s.json.gz", f, exportId);
-      put(key, bytes);
-      manifest.append(JSON.createObjectNode().put("itemCount", n).put("md5Checksum", md5(bytes))
-          .put("etag", "0").put("dataFileS3Key", key)).append('\n');
-    }
-    ObjectNode summary = summary(exportId, "FULL_EXPORT").put("exportTime", time.toString());
-    put(folder + "manifest-files.json", manifest.toString().getBytes(StandardCharsets.UTF_8));
-    summary.put("manifestFilesS3Key", folder + "manifest-files.json");
-    summary.put("itemCount", count);
-    put(folder + "manifest-summary.json", summary.toString().getBytes(StandardCharsets.UTF_8));
-    put(folder + "_started", new byte[0]);
-    return "s3://" + bucket + "/" + folder;
+    return write(exportId, summary(exportId, "FULL_EXPORT").put("exportTime", time.toString()), count, files,
+        i -> "{\"Item\":" + DdbJson.writeItem(item.apply(i)) + "}");
   }
 
   /**
@@ -121,26 +97,38 @@ public final class DynamoDbExportFiles {
     return s;
   }
 
-  /** Writes the data files and manifests; returns the export's s3:// folder. */
   private String write(String exportId, ObjectNode summary, List<String> lines, int files) {
+    return write(exportId, summary, lines.size(), files, i -> lines.get((int) i));
+  }
+
+  /**
+   * Writes the data files (line i, made by {@code line}, into file i % files, compressed as it
+   * comes) and the manifests; returns the export's s3:// folder.
+   */
+  private String write(String exportId, ObjectNode summary, long count, int files,
+      java.util.function.LongFunction<String> line) {
     String folder = prefix + "AWSDynamoDB/" + exportId + "/";
     StringBuilder manifest = new StringBuilder();
     for (int f = 0; f <= files; f++) { // the last file stays empty, like an empty partition
-      StringBuilder text = new StringBuilder();
-      int count = 0;
-      for (int i = f; f < files && i < lines.size(); i += files) {
-        text.append(lines.get(i)).append('\n');
-        count++;
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      long n = 0;
+      try (GZIPOutputStream gz = new GZIPOutputStream(out, 1 << 16)) {
+        for (long i = f; f < files && i < count; i += files) {
+          gz.write((line.apply(i) + "\n").getBytes(StandardCharsets.UTF_8));
+          n++;
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
       }
-      byte[] gz = gzip(text.toString().getBytes(StandardCharsets.UTF_8));
+      byte[] gz = out.toByteArray();
       String key = folder + "data/" + String.format("%05d-%s.json.gz", f, exportId);
       put(key, gz);
-      manifest.append(JSON.createObjectNode().put("itemCount", count).put("md5Checksum", md5(gz))
+      manifest.append(JSON.createObjectNode().put("itemCount", n).put("md5Checksum", md5(gz))
           .put("etag", "0").put("dataFileS3Key", key)).append('\n');
     }
     put(folder + "manifest-files.json", manifest.toString().getBytes(StandardCharsets.UTF_8));
     summary.put("manifestFilesS3Key", folder + "manifest-files.json");
-    summary.put("itemCount", lines.size());
+    summary.put("itemCount", count);
     put(folder + "manifest-summary.json", summary.toString().getBytes(StandardCharsets.UTF_8));
     put(folder + "_started", new byte[0]);
     return "s3://" + bucket + "/" + folder;

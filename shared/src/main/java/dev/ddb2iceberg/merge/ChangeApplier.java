@@ -238,14 +238,7 @@ final class ChangeApplier {
 
   /** Whether the table's columns already hold every attribute of these changes (no schema change needed). */
   static boolean schemaCovers(Table table, List<Change> changes, TableSettings tableSettings) {
-    List<Map<String, DdbValue>> images = new ArrayList<>();
-    for (Change c : changes) {
-      if (c.newImage() != null) {
-        images.add(c.newImage());
-      }
-    }
-    int[] placeholderIds = {table.schema().highestFieldId()};
-    return TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]).isEmpty();
+    return schemaChanges(table, newImages(changes), tableSettings).isEmpty();
   }
 
   /**
@@ -254,16 +247,9 @@ final class ChangeApplier {
    * from the new schema, where the other writer's columns may already be what this one needs.
    */
   static Table evolveSchema(Table table, List<Change> changes, TableSettings tableSettings) {
-    List<Map<String, DdbValue>> images = new ArrayList<>();
-    for (Change c : changes) {
-      if (c.newImage() != null) {
-        images.add(c.newImage());
-      }
-    }
+    List<Map<String, DdbValue>> images = newImages(changes);
     for (int attempt = 1; ; attempt++) {
-      int[] placeholderIds = {table.schema().highestFieldId()};
-      TableLayout.SchemaChanges needed =
-          TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+      TableLayout.SchemaChanges needed = schemaChanges(table, images, tableSettings);
       if (needed.isEmpty()) {
         return table;
       }
@@ -290,6 +276,23 @@ final class ChangeApplier {
       LOG.info("Schema: {}", needed);
       return table;
     }
+  }
+
+  private static List<Map<String, DdbValue>> newImages(List<Change> changes) {
+    List<Map<String, DdbValue>> images = new ArrayList<>();
+    for (Change c : changes) {
+      if (c.newImage() != null) {
+        images.add(c.newImage());
+      }
+    }
+    return images;
+  }
+
+  /** The columns these images need that the table lacks (new field ids follow the schema's highest). */
+  private static TableLayout.SchemaChanges schemaChanges(Table table, List<Map<String, DdbValue>> images,
+      TableSettings tableSettings) {
+    int[] placeholderIds = {table.schema().highestFieldId()};
+    return TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
   }
 
   private void quarantineChange(Change c, String reason) {
