@@ -24,10 +24,13 @@ import java.util.Map;
  *     table's metadata references (it removes the others after a few days), so with
  *     {@code CATALOG_TYPE=s3tables} they go to the staging bucket by default, under
  *     {@code tables/<namespace>/<name>/} (DERIVED_FILES_LOCATION sets another place)
+ * @param removals what removals do to rows (TTL_EXPIRIES, DELETES)
+ * @param historyTable the change-history table beside the table, in the same namespace
+ *     (HISTORY_TABLE), or null for none
  */
 public record TableSettings(String namespace, String name, String partitionKey, String partitionSpec, int formatVersion,
     String location, Map<String, TypeMapping.Column> columnTypes, boolean itemJson, boolean itemVariant,
-    String derivedFilesLocation) {
+    String derivedFilesLocation, RemovalPolicy removals, String historyTable) {
 
   public static TableSettings from(Environment env) {
     int version = env.positiveInt("TABLE_FORMAT_VERSION", 2);
@@ -56,7 +59,31 @@ public record TableSettings(String namespace, String name, String partitionKey, 
         TypeHints.parse(env.optional("COLUMN_TYPES", ""), "Environment variable COLUMN_TYPES");
     return new TableSettings(namespace, name, partitionKey.isEmpty() ? null : partitionKey,
         spec.isEmpty() ? null : spec, version, location.isEmpty() ? null : location, columnTypes,
-        env.bool("ITEM_JSON_COLUMN", false), itemVariant(env, version), derivedFilesLocation(env, namespace, name));
+        env.bool("ITEM_JSON_COLUMN", false), itemVariant(env, version), derivedFilesLocation(env, namespace, name),
+        RemovalPolicy.from(env), historyTable(env, name));
+  }
+
+  private static String historyTable(Environment env, String name) {
+    String history = env.optional("HISTORY_TABLE", "");
+    if (history.isEmpty()) {
+      return null;
+    }
+    if (!history.matches("[a-z0-9_]+")) {
+      throw new ConfigurationException("Environment variable HISTORY_TABLE='" + history
+          + "' must be lower-case letters, digits and underscores (Glue table naming rules), such as " + name
+          + "_history; leave it empty for no change history.");
+    }
+    if (history.equals(name)) {
+      throw new ConfigurationException("Environment variable HISTORY_TABLE='" + history + "' names the table itself"
+          + " (TABLE_NAME): the change history needs a table of its own, such as " + name + "_history.");
+    }
+    return history;
+  }
+
+  /** This table with another removal policy (tests switch it on a live table). */
+  public TableSettings withRemovals(RemovalPolicy policy) {
+    return new TableSettings(namespace, name, partitionKey, partitionSpec, formatVersion, location, columnTypes,
+        itemJson, itemVariant, derivedFilesLocation, policy, historyTable);
   }
 
   private static String derivedFilesLocation(Environment env, String namespace, String name) {

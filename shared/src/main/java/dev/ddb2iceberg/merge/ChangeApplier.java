@@ -2,6 +2,7 @@ package dev.ddb2iceberg.merge;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
@@ -71,9 +72,28 @@ final class ChangeApplier {
       ExecutorService pool) {
     table = evolveSchema(table, changes);
     TableLayout layout = TableLayout.of(table);
+    RemovalPolicy policy = tableSettings.removals();
+    // TTL_EXPIRIES=keep: an expiry leaves the row as the item's last change wrote it, so it is
+    // not applied at all (nor remembered: the row itself makes any older copy stale).
+    long expiriesKept = 0;
+    if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
+      List<Change> kept = new ArrayList<>(changes.size());
+      for (Change c : changes) {
+        if (!c.ttlExpiry()) {
+          kept.add(c);
+        }
+      }
+      expiriesKept = changes.size() - kept.size();
+      changes = kept;
+    }
 
-    // Each key's change with the highest sequence number (compared as numbers).
+    // Each key's change with the highest sequence number (compared as numbers); and, when removals
+    // may keep rows, each key's newest upsert (the item as it was before a removal) and newest
+    // removal that deletes the row (an item it deleted is not there for a later removal to keep).
+    boolean removalsKeepRows = policy.keepsRow(true) || policy.keepsRow(false);
     Map<List<Object>, Change> latest = new HashMap<>();
+    Map<List<Object>, Change> latestUpsert = new HashMap<>();
+    Map<List<Object>, Change> latestDeleting = new HashMap<>();
     int quarantined = 0;
     for (Change c : changes) {
       List<Object> key = layout.keyOf(c);
@@ -82,7 +102,12 @@ final class ChangeApplier {
         quarantined++;
         continue;
       }
-      latest.merge(key, c, (a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b);
+      latest.merge(key, c, ChangeApplier::newer);
+      if (removalsKeepRows && c.operation().isUpsert()) {
+        latestUpsert.merge(key, c, ChangeApplier::newer);
+      } else if (removalsKeepRows && !policy.keepsRow(c.ttlExpiry())) {
+        latestDeleting.merge(key, c, ChangeApplier::newer);
+      }
     }
 
     long tFind = System.nanoTime();
@@ -95,6 +120,7 @@ final class ChangeApplier {
     List<LiveRow> toDelete = new ArrayList<>();
     List<Change> applied = new ArrayList<>();
     List<Change> removalsSeen = new ArrayList<>(); // every change the removals file must know of
+    RemovedRows removedButKept = new RemovedRows(table, layout); // TTL_EXPIRIES=mark, DELETES=soft
     long stale = 0;
     // Every live row of a changed key is deleted; it counts as replaced when the key gets a new
     // row, else its item counts as removed (once, however many rows it had).
@@ -111,19 +137,23 @@ final class ChangeApplier {
         stale++; // the table already holds this change or a newer one, or removed the item since
         continue;
       }
-      toDelete.addAll(live);
       removalsSeen.add(c);
       if (c.operation().isUpsert()) {
         rows.add(layout.toRow(c));
         rowsReplaced += live.size();
+      } else if (policy.keepsRow(c.ttlExpiry()) && removedButKept.keep(c, latestUpsert.get(e.getKey()),
+          latestDeleting.get(e.getKey()), live)) {
+        rowsReplaced += live.size(); // the item's row is written again, marked
       } else if (live.isEmpty()) {
         continue; // removing an item the table does not have: only the removals file notes it
       } else {
         itemsRemoved++;
         removedKeys.add(e.getKey());
       }
+      toDelete.addAll(live);
       applied.add(c);
     }
+    rows.addAll(removedButKept.rows(pool));
     String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
 
     // A data file all of whose live rows go is dropped through metadata instead of given deletes:
@@ -208,6 +238,10 @@ final class ChangeApplier {
       throw lost;
     }
     long tDone = System.nanoTime();
+    if (removedButKept.size() > 0 || expiriesKept > 0) {
+      LOG.info("Removals kept as rows ({}): {} marked, {} TTL expiries left their rows as they were",
+          policy, removedButKept.size(), expiriesKept);
+    }
     LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
         + " changes skipped, {} data files dropped ({} small ones rewritten, {} rows moved), {} delete files written,"
         + " read {} of {} data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}",
@@ -217,6 +251,10 @@ final class ChangeApplier {
         (tDone - tCommit) / 1_000_000);
     return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
         found.filesRead(), found.filesInTable());
+  }
+
+  private static Change newer(Change a, Change b) {
+    return SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b;
   }
 
   /**
@@ -292,7 +330,25 @@ final class ChangeApplier {
   private static TableLayout.SchemaChanges schemaChanges(Table table, List<Map<String, DdbValue>> images,
       TableSettings tableSettings) {
     int[] placeholderIds = {table.schema().highestFieldId()};
-    return TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+    TableLayout.SchemaChanges changes =
+        TableLayout.of(table).schemaChanges(images, tableSettings.columnTypes(), () -> ++placeholderIds[0]);
+    // The removal policy's mark columns exist from the first merge under it, so queries that
+    // filter on them work before any removal comes.
+    List<TableLayout.Addition> marks = new ArrayList<>();
+    RemovalPolicy policy = tableSettings.removals();
+    for (boolean ttl : new boolean[] {true, false}) {
+      String column = policy.markColumn(ttl);
+      if (column != null && table.schema().findField(column) == null) {
+        marks.add(new TableLayout.Addition(null, column, org.apache.iceberg.types.Types.TimestampType.withZone(),
+            ttl ? "when DynamoDB's TTL expired the item (TTL_EXPIRIES=mark); null while it lives"
+                : "when a user deleted the item (DELETES=soft); null while it lives"));
+      }
+    }
+    if (marks.isEmpty()) {
+      return changes;
+    }
+    marks.addAll(0, changes.additions());
+    return new TableLayout.SchemaChanges(marks, changes.promotions());
   }
 
   private void quarantineChange(Change c, String reason) {

@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.table;
 
+import dev.ddb2iceberg.config.RemovalPolicy;
+import org.apache.iceberg.UpdateProperties;
+
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
@@ -52,11 +55,49 @@ public final class TableCreator {
    */
   public static Table adopt(Table table, TableSettings settings) {
     String wanted = settings.derivedFilesLocation();
+    UpdateProperties update = table.updateProperties();
+    boolean changed = false;
     if (wanted != null && !wanted.equals(table.properties().get(DerivedFiles.PROPERTY))) {
-      table.updateProperties().set(DerivedFiles.PROPERTY, wanted).commit();
+      update.set(DerivedFiles.PROPERTY, wanted);
+      changed = true;
       LOG.info("The pipeline's own files of {} (removals file, key index) now go to {}", table.name(), wanted);
     }
+    changed |= recordRemovalPolicy(table, settings.removals(), update);
+    if (changed) {
+      update.commit();
+      table.refresh();
+    }
     return table;
+  }
+
+  /**
+   * Records the removal policy in the table's properties; a policy that differs from the recorded
+   * one applies from this merge on, and the log says so (rows earlier merges removed or kept stay
+   * as they are: a change of policy never rewrites the past).
+   */
+  private static boolean recordRemovalPolicy(Table table, RemovalPolicy policy, UpdateProperties update) {
+    String ttl = table.properties().get(RemovalPolicy.TTL_PROPERTY);
+    String deletes = table.properties().get(RemovalPolicy.DELETES_PROPERTY);
+    boolean changed = false;
+    if (!policy.ttlExpiries().setting().equals(ttl)) {
+      update.set(RemovalPolicy.TTL_PROPERTY, policy.ttlExpiries().setting());
+      changed = true;
+      if (ttl != null) {
+        LOG.warn("TTL_EXPIRIES of {} changed from {} to {}: it applies to expiries merged from now on; rows of items"
+            + " that expired before keep what the old setting did to them", table.name(), ttl,
+            policy.ttlExpiries().setting());
+      }
+    }
+    if (!policy.deletes().setting().equals(deletes)) {
+      update.set(RemovalPolicy.DELETES_PROPERTY, policy.deletes().setting());
+      changed = true;
+      if (deletes != null) {
+        LOG.warn("DELETES of {} changed from {} to {}: it applies to deletions merged from now on; rows of items"
+            + " deleted before keep what the old setting did to them", table.name(), deletes,
+            policy.deletes().setting());
+      }
+    }
+    return changed;
   }
 
   /** Loads the table, creating it first if it does not exist (another merger may win the race). */
@@ -121,6 +162,8 @@ public final class TableCreator {
     Map<String, String> props = new HashMap<>();
     props.put(TableProperties.FORMAT_VERSION, Integer.toString(settings.formatVersion()));
     props.put(TableLayout.KEYS_PROPERTY, TableLayout.keysProperty(keyTypes));
+    props.put(RemovalPolicy.TTL_PROPERTY, settings.removals().ttlExpiries().setting());
+    props.put(RemovalPolicy.DELETES_PROPERTY, settings.removals().deletes().setting());
     props.put(TableProperties.DEFAULT_FILE_FORMAT, "parquet");
     props.put(TableProperties.PARQUET_COMPRESSION, "zstd");
     // Engines that write to the table (a user's Spark MERGE, say) should also leave position deletes.

@@ -1,8 +1,10 @@
 package dev.ddb2iceberg.table;
 
+import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.model.DdbValue;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.OffsetDateTime;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.iceberg.Table;
@@ -35,5 +37,34 @@ public final class TableItems {
       throw new UncheckedIOException(e);
     }
     return items;
+  }
+
+  /**
+   * The removal marks of the table's rows, by key: {@link RemovalPolicy#EXPIRED_AT} and {@link
+   * RemovalPolicy#DELETED_AT} (those set) as epoch milliseconds; rows without marks are absent.
+   */
+  public static Map<Map<String, DdbValue>, Map<String, Long>> marks(Table table) {
+    table.refresh();
+    TableLayout layout = TableLayout.of(table);
+    Map<Map<String, DdbValue>, Map<String, Long>> out = new LinkedHashMap<>();
+    try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
+      for (Record row : rows) {
+        Map<String, Long> marks = new LinkedHashMap<>();
+        for (String column : new String[] {RemovalPolicy.EXPIRED_AT, RemovalPolicy.DELETED_AT}) {
+          if (table.schema().findField(column) != null && row.getField(column) != null) {
+            marks.put(column, ((OffsetDateTime) row.getField(column)).toInstant().toEpochMilli());
+          }
+        }
+        if (!marks.isEmpty()) {
+          Map<String, DdbValue> item = layout.toItem(row);
+          Map<String, DdbValue> key = new LinkedHashMap<>();
+          layout.keyNames().forEach(k -> key.put(k, item.get(k)));
+          out.put(key, marks);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out;
   }
 }
