@@ -59,6 +59,8 @@ public final class Merger {
   private final StagingStore store;
   private final MergeOptions options;
   private final ChangeApplier applier;
+  /** The change history (HISTORY_TABLE), or null. */
+  private final ChangeHistory history;
   private Consumer<Table> beforeCommit = table -> {};
 
   public Merger(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options) {
@@ -68,6 +70,7 @@ public final class Merger {
     this.store = store;
     this.options = options;
     this.applier = new ChangeApplier(tableSettings, store, options, table -> beforeCommit.accept(table));
+    this.history = tableSettings.historyTable() == null ? null : new ChangeHistory(catalog, tableSettings);
   }
 
   /**
@@ -76,6 +79,12 @@ public final class Merger {
    */
   public Merger beforeCommit(Consumer<Table> hook) {
     this.beforeCommit = hook;
+    return this;
+  }
+
+  /** Testing hook: runs just before each change-history append commits (HISTORY_TABLE must be set). */
+  public Merger beforeHistoryCommit(Consumer<Table> hook) {
+    history.beforeCommit(hook);
     return this;
   }
 
@@ -138,6 +147,13 @@ public final class Merger {
         table = TableCreator.loadOrCreate(catalog, id, tableSettings, slice.allChanges());
       } else if (attempts > 1) {
         table.refresh(); // re-plan against what the winning commit left
+      }
+      if (history != null && attempts == 1) {
+        // The history gets the slice first: no staged object is deleted before it holds its
+        // changes, and it holds each change once however often this runs (see ChangeHistory).
+        table = ChangeApplier.evolveSchema(table, slice.allChanges(), tableSettings);
+        history.append(table, slice.objects.stream().map(o -> Checkpoint.token(o.name())).toList(),
+            slice.allChanges(), runId, pool);
       }
       try {
         outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, removalsCutoff(pending, table), pool);
