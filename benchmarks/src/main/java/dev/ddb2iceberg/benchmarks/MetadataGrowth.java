@@ -86,7 +86,8 @@ public final class MetadataGrowth {
       maintenanceOptions = new MaintenanceOptions(maintenanceOptions.targetFileSizeBytes(),
           maintenanceOptions.maxBytesPerRun(), maintenanceOptions.maxGroupsPerRun(), maintenanceOptions.minInputFiles(),
           maintenanceOptions.deleteRatio(), SNAPSHOT_HOURS, maintenanceOptions.minSnapshotsToKeep(),
-          maintenanceOptions.orphanMinAgeHours(), maintenanceOptions.manifestThreshold());
+          maintenanceOptions.orphanMinAgeHours(), maintenanceOptions.manifestThreshold(),
+          maintenanceOptions.historyRetentionDays(), maintenanceOptions.historySnapshotMaxAgeHours());
       System.out.printf("metadata growth: %,d commits of %d objects x %d changes, maintenance every %d commits,"
           + " snapshots kept %d h, small files rewritten below %,d bytes%n", commits, OBJECTS, CHANGES, PER_HOUR,
           SNAPSHOT_HOURS, options.rewriteFilesBelowBytes());

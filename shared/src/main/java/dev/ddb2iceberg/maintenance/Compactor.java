@@ -7,6 +7,7 @@ import dev.ddb2iceberg.index.KeyIndex;
 import java.math.BigInteger;
 import org.apache.iceberg.util.StructLikeMap;
 import dev.ddb2iceberg.util.Futures;
+import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
@@ -164,7 +165,9 @@ final class Compactor {
 
   private Rewritten rewrite(RewriteFileGroup group, String operationId, boolean keepIndex) {
     TableLayout layout = TableLayout.of(table);
-    Comparator<Record> byKey = layout.keyOrder();
+    // A change history is sorted by sequence number (time order), the table itself by key.
+    Comparator<Record> byKey = ChangeHistory.isHistory(table)
+        ? Comparator.comparing(r -> (String) r.getField(TableLayout.SEQ)) : layout.keyOrder();
     PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> byKey.compare(a.row, b.row));
     List<CloseableIterable<Record>> open = new ArrayList<>();
     PartitionSpec spec = table.specs().get(group.outputSpecId());

@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.merge.ChangeHistory;
+import dev.ddb2iceberg.table.TableLayout;
+
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.merge.Checkpoint;
 import java.time.Clock;
@@ -96,6 +99,7 @@ public final class Maintenance {
     }
     if (tasks.contains(MaintenanceTask.EXPIRE)) {
       try {
+        dropExpiredHistory(dryRun);
         expired = expireSnapshots(dryRun);
       } catch (ValidationException | CommitFailedException lost) {
         conflicts.add("expire: " + lost.getMessage());
@@ -153,6 +157,38 @@ public final class Maintenance {
     rewrite.commit();
     LOG.info("Rewrote {} small manifests", smallOnes.size());
     return smallOnes.size();
+  }
+
+  /**
+   * A change history (HISTORY_TABLE) keeps {@link MaintenanceOptions#historyRetentionDays} days:
+   * older day partitions are dropped whole, through metadata (a file holds one day, so no file is
+   * rewritten). Their files go when the snapshots that still hold them expire.
+   */
+  private int dropExpiredHistory(boolean dryRun) {
+    if (!ChangeHistory.isHistory(table) || options.historyRetentionDays() <= 0 || table.currentSnapshot() == null) {
+      return 0;
+    }
+    Instant cutoff = clock.instant().truncatedTo(java.time.temporal.ChronoUnit.DAYS)
+        .minus(Duration.ofDays(options.historyRetentionDays()));
+    var older = org.apache.iceberg.expressions.Expressions.lessThan(TableLayout.TIME,
+        cutoff.toEpochMilli() * 1000);
+    int files = 0;
+    try (var tasks = table.newScan().filter(older).planFiles()) {
+      for (var ignored : tasks) {
+        files++;
+      }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    if (files == 0 || dryRun) {
+      return files;
+    }
+    var delete = table.newDelete().deleteFromRowFilter(older);
+    Checkpoint.carried(table).forEach(delete::set);
+    delete.commit();
+    LOG.info("Change history {}: dropped {} files of changes before {} (HISTORY_RETENTION_DAYS={})", table.name(), files,
+        cutoff, options.historyRetentionDays());
+    return files;
   }
 
   /**

@@ -15,6 +15,9 @@ import dev.ddb2iceberg.config.Environment;
  * @param minSnapshotsToKeep never fewer snapshots than this
  * @param orphanMinAgeHours unreferenced files younger than this are kept (a commit may be writing them)
  * @param manifestThreshold rewrite manifests once the current snapshot has more small ones than this
+ * @param historyRetentionDays the change history (HISTORY_TABLE) drops its days older than this; 0
+ *     keeps every change for good
+ * @param historySnapshotMaxAgeHours the change history's snapshots older than this expire
  */
 public record MaintenanceOptions(
     long targetFileSizeBytes,
@@ -25,10 +28,12 @@ public record MaintenanceOptions(
     long snapshotMaxAgeHours,
     int minSnapshotsToKeep,
     long orphanMinAgeHours,
-    int manifestThreshold) {
+    int manifestThreshold,
+    long historyRetentionDays,
+    long historySnapshotMaxAgeHours) {
 
   public static final MaintenanceOptions DEFAULTS =
-      new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100);
+      new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100, 0, 120);
 
   public static MaintenanceOptions from(Environment env) {
     long target = env.positiveLong("COMPACTION_TARGET_FILE_SIZE_BYTES", DEFAULTS.targetFileSizeBytes());
@@ -41,21 +46,34 @@ public record MaintenanceOptions(
         env.positiveLong("SNAPSHOT_MAX_AGE_HOURS", DEFAULTS.snapshotMaxAgeHours()),
         env.positiveInt("SNAPSHOT_MIN_KEEP", DEFAULTS.minSnapshotsToKeep()),
         env.positiveLong("ORPHAN_MIN_AGE_HOURS", DEFAULTS.orphanMinAgeHours()),
-        env.positiveInt("MANIFEST_REWRITE_THRESHOLD", DEFAULTS.manifestThreshold()));
+        env.positiveInt("MANIFEST_REWRITE_THRESHOLD", DEFAULTS.manifestThreshold()),
+        env.nonNegativeLong("HISTORY_RETENTION_DAYS", DEFAULTS.historyRetentionDays()),
+        env.positiveLong("HISTORY_SNAPSHOT_MAX_AGE_HOURS", env.positiveLong("SNAPSHOT_MAX_AGE_HOURS",
+            DEFAULTS.historySnapshotMaxAgeHours())));
   }
 
   public MaintenanceOptions withTargetFileSize(long bytes) {
     return new MaintenanceOptions(bytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
-        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold);
+        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold, historyRetentionDays,
+        historySnapshotMaxAgeHours);
   }
 
   public MaintenanceOptions withMaxGroupsPerRun(int groups) {
     return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, groups, minInputFiles, deleteRatio,
-        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold);
+        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold, historyRetentionDays,
+        historySnapshotMaxAgeHours);
   }
 
   public MaintenanceOptions withManifestThreshold(int threshold) {
     return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
-        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, threshold);
+        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, threshold, historyRetentionDays,
+        historySnapshotMaxAgeHours);
+  }
+
+  /** The options for the change history: its own snapshot retention (its rows' is {@link #historyRetentionDays}). */
+  public MaintenanceOptions forHistory() {
+    return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
+        historySnapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold, historyRetentionDays,
+        historySnapshotMaxAgeHours);
   }
 }

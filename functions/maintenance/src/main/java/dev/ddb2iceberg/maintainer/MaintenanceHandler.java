@@ -113,9 +113,23 @@ public final class MaintenanceHandler implements RequestStreamHandler {
         .managedStorage(settings.catalog().isS3Tables())
         .run(request.tasks(), request.dryRun());
     if (!result.dryRun()) {
-      metricsOut.accept(metrics(result).toString());
+      metricsOut.accept(metrics(id, result).toString());
     }
-    JSON.writeValue(output, result);
+    com.fasterxml.jackson.databind.node.ObjectNode out = JSON.valueToTree(result);
+    // The change history (HISTORY_TABLE) gets the same tasks, with its own retention.
+    Table history = settings.table().historyTable() == null ? null
+        : TableCreator.loadIfExists(catalog, TableIdentifier.of(settings.table().namespace(), settings.table().historyTable()));
+    if (history != null) {
+      MaintenanceResult h = new Maintenance(history, settings.options().forHistory(), settings.stagingUri(), clock)
+          .managedStorage(settings.catalog().isS3Tables())
+          .run(request.tasks(), request.dryRun());
+      if (!h.dryRun()) {
+        metricsOut.accept(metrics(TableIdentifier.of(settings.table().namespace(), settings.table().historyTable()), h)
+            .toString());
+      }
+      out.set("history", JSON.valueToTree(h));
+    }
+    JSON.writeValue(output, out);
   }
 
   static Request request(byte[] bytes) {
@@ -143,9 +157,9 @@ public final class MaintenanceHandler implements RequestStreamHandler {
   }
 
   /** The run's metrics: what compaction rewrote, the files left, and what expiry and cleanup removed. */
-  private MetricLine metrics(MaintenanceResult r) {
+  private MetricLine metrics(TableIdentifier id, MaintenanceResult r) {
     MaintenanceResult.Compaction c = r.compaction();
-    return MetricLine.forTable(settings.table().namespace() + "." + settings.table().name(), clock)
+    return MetricLine.forTable(id.toString(), clock)
         .count("FilesRewritten", c.filesRewritten())
         .bytes("BytesRewritten", c.bytesRewritten())
         .count("DataFiles", c.dataFilesAfter())
