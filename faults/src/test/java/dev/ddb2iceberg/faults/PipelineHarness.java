@@ -11,6 +11,8 @@ import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.config.RemovalPolicy;
+import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.ExportLoadResult;
@@ -102,6 +104,18 @@ final class PipelineHarness {
   private static final int EXPORT_FILES = 3;
   private String exportLocation;
   private boolean exportLoaded;
+  /**
+   * Half the seeds keep a change history (HISTORY_TABLE), which must hold each change of the
+   * objects its checkpoints name exactly once after every run; and seeds without an export merge
+   * under a random removal policy (an export loaded later than the stream's removals of its items
+   * cannot bring their rows back to keep them, so those seeds keep the default). Their own random
+   * source leaves the other draws as they were.
+   */
+  private final boolean withHistory;
+  private final RemovalPolicy policy;
+  private final TableIdentifier historyId;
+  /** Tokens of every object some history snapshot covered. */
+  private final Set<String> inHistory = new HashSet<>();
 
   PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
     this.seed = seed;
@@ -115,6 +129,16 @@ final class PipelineHarness {
     SourceTable.KeySchema keys = SourceTable.KeySchema.values()[random.nextInt(SourceTable.KeySchema.values().length)];
     this.source = new SourceTable(random, keys, 20 + random.nextInt(60), 1 + random.nextInt(3));
     Map<String, String> env = new LocalStack(server, bucket, dir).environment("orders");
+    Random optionsRandom = new Random(seed * 131 + 17);
+    this.withHistory = optionsRandom.nextBoolean();
+    if (withHistory) {
+      env.put("HISTORY_TABLE", "orders_history");
+    }
+    boolean exportLikely = new Random(seed * 31 + 7).nextInt(3) == 0; // as exportRandom draws it below
+    if (!exportLikely && optionsRandom.nextBoolean()) {
+      env.put("TTL_EXPIRIES", List.of("delete", "keep", "mark").get(optionsRandom.nextInt(3)));
+      env.put("DELETES", optionsRandom.nextBoolean() ? "soft" : "hard");
+    }
     env.put("PARTITION_SPEC", random.nextBoolean() ? "none" : "bucket(4, " + source.key(0).keySet().iterator().next() + ")");
     env.put("TABLE_FORMAT_VERSION", random.nextInt(4) == 0 ? "3" : "2");
     // Iceberg's S3FileIO waits 2 to 20 s between retries by default; injected errors need no wait.
@@ -124,10 +148,22 @@ final class PipelineHarness {
     this.catalog = settings.catalog().load();
     this.store = new StagingStore(server.newClient(), settings.staging());
     this.id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
+    this.historyId = TableIdentifier.of(settings.table().namespace(), "orders_history");
+    this.policy = settings.table().removals();
     this.exportRandom = new Random(seed * 31 + 7);
     this.withExport = exportRandom.nextInt(3) == 0;
+    if (withHistory) {
+      stats.count("seeds with a change history");
+    }
+    if (!policy.equals(RemovalPolicy.DEFAULT)) {
+      stats.count("seeds under " + policy);
+    }
+    if (withExport != exportLikely) {
+      throw new IllegalStateException("the export draw changed: keep the policy draw in step with it");
+    }
     trail.add("seed " + seed + ": keys " + keys + ", " + source.shards().size() + " shards, " + env.get("PARTITION_SPEC")
-        + ", v" + env.get("TABLE_FORMAT_VERSION") + (withExport ? ", initial load from an export" : ""));
+        + ", v" + env.get("TABLE_FORMAT_VERSION") + (withExport ? ", initial load from an export" : "") + ", " + policy
+        + (withHistory ? ", change history" : ""));
   }
 
   /** Random steps, then a fault-free drain and the final comparison with the source table. */
@@ -466,6 +502,13 @@ final class PipelineHarness {
     }
     try {
       m.run(EnumSet.allOf(MaintenanceTask.class), false);
+      if (withHistory && catalog.tableExists(historyId)) {
+        // The history's maintenance, under the same faults: compaction must not lose or repeat a change.
+        new Maintenance(catalog.loadTable(historyId),
+            settings.options().forHistory().withTargetFileSize(1L << 20).withManifestThreshold(3),
+            "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(), clock)
+            .run(EnumSet.allOf(MaintenanceTask.class), false);
+      }
       trail.add(kind + (clock.instant().isAfter(Instant.now().plus(Duration.ofDays(1))) ? " (10 days later)" : ""));
     } catch (RuntimeException e) {
       trail.add(kind + ": failed (" + firstLine(e) + ")");
@@ -571,6 +614,14 @@ final class PipelineHarness {
 
   /** Adds the objects every merger snapshot still in the table says it applied. */
   private void recordApplied() {
+    if (withHistory && catalog.tableExists(historyId)) {
+      for (Snapshot s : catalog.loadTable(historyId).snapshots()) {
+        String tokens = s.summary().get(Checkpoint.APPLIED);
+        if (tokens != null) {
+          inHistory.addAll(Checkpoint.decode(tokens));
+        }
+      }
+    }
     if (!catalog.tableExists(id)) {
       return;
     }
@@ -599,11 +650,52 @@ final class PipelineHarness {
       changes.addAll(object);
     }
     changes.addAll(loadedExportItems(catalog.loadTable(id)));
-    expected.apply(changes); // each key's change with the highest sequence number, as the merger keeps it
-    compare(expected.items(), when);
+    expected.apply(changes, policy); // each key's changes in sequence order, as the merger keeps them
+    compare(expected, when);
+    checkHistory(when);
   }
 
-  private void compare(Map<Map<String, DdbValue>, Map<String, DdbValue>> expected, String when) {
+  /**
+   * The change history holds each change of the staged objects its checkpoints name exactly once:
+   * none twice (a redelivered batch, a crash between its commit and the table's, a retry), none
+   * missing, each as the stream carried it.
+   */
+  private void checkHistory(String when) {
+    if (!withHistory || !catalog.tableExists(historyId)) {
+      return;
+    }
+    Map<String, Change> expected = new HashMap<>();
+    for (String token : inHistory) {
+      List<Change> object = stagedObjects.get(token);
+      if (object == null) {
+        throw failure(when + ": the history says it covered staged object " + token + ", which the stager never wrote");
+      }
+      object.forEach(c -> expected.put(c.sequenceNumber(), c));
+    }
+    checkHistoryHolds(expected, when);
+  }
+
+  private void checkHistoryHolds(Map<String, Change> expected, String when) {
+    Map<String, Change> actual = new HashMap<>();
+    for (Change c : ChangeHistory.changes(catalog.loadTable(historyId))) {
+      if (actual.put(c.sequenceNumber(), c) != null) {
+        throw failure(when + ": the change history holds change " + c.sequenceNumber() + " twice");
+      }
+    }
+    if (!expected.equals(actual)) {
+      List<String> diff = new ArrayList<>();
+      expected.keySet().stream().filter(k -> !actual.containsKey(k)).limit(5).forEach(k -> diff.add("missing " + k));
+      actual.keySet().stream().filter(k -> !expected.containsKey(k)).limit(5).forEach(k -> diff.add("unexpected " + k));
+      expected.keySet().stream().filter(k -> actual.containsKey(k) && !actual.get(k).equals(expected.get(k))).limit(5)
+          .forEach(k -> diff.add("differs " + k + ": expected " + expected.get(k) + " but was " + actual.get(k)));
+      throw failure(when + ": the change history (" + actual.size() + " changes) differs from the model's change log ("
+          + expected.size() + " changes): " + diff);
+    }
+    stats.count("change history checks");
+  }
+
+  private void compare(ExpectedTable model, String when) {
+    Map<Map<String, DdbValue>, Map<String, DdbValue>> expected = model.items();
     Table table = catalog.loadTable(id);
     Map<Map<String, DdbValue>, Map<String, DdbValue>> actual = TableItems.read(table);
     long rows = 0;
@@ -619,6 +711,13 @@ final class PipelineHarness {
     }
     if (!expected.equals(actual)) {
       throw failure(when + ": the table differs from the model: " + ExpectedTable.diff(expected, actual));
+    }
+    if (!policy.equals(RemovalPolicy.DEFAULT)) {
+      var marks = TableItems.marks(table);
+      if (!model.marks().equals(marks)) {
+        throw failure(when + ": the removal marks differ from the model's: expected " + model.marks() + " but were "
+            + marks);
+      }
     }
   }
 
@@ -645,10 +744,15 @@ final class PipelineHarness {
     }
     maintain(false);
     ExpectedTable all = new ExpectedTable();
-    all.apply(history);
-    all.apply(source.changes());
+    all.apply(history, policy);
+    all.apply(source.changes(), policy);
+    if (withHistory && !source.changes().isEmpty()) {
+      Map<String, Change> everyChange = new HashMap<>();
+      source.changes().forEach(c -> everyChange.put(c.sequenceNumber(), c));
+      checkHistoryHolds(everyChange, "at the end: every change of the stream");
+    }
     if (catalog.tableExists(id)) {
-      compare(all.items(), "at the end");
+      compare(all, "at the end");
     } else if (!all.items().isEmpty()) {
       throw failure("no table at the end, but the source has " + all.items().size() + " items");
     }
