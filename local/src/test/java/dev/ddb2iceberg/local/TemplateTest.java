@@ -272,8 +272,13 @@ class TemplateTest {
           }
           if (s3Tables && actions.contains("s3tables:PutTableData")) {
             assertTrue(body.path("Resource").toString().contains("/table/*"), id + ": table actions on tables: " + body);
-            assertEquals("TableName", body.path("Condition").path("StringEquals").path("s3tables:tableName").path("Ref")
-                .asText(), id + ": table actions only on this table: " + body);
+            // This table, and its change history when HistoryTable names one.
+            JsonNode tableName = body.path("Condition").path("StringEquals").path("s3tables:tableName");
+            assertEquals("HasHistory", tableName.path("Fn::If").path(0).asText(), id + ": " + tableName);
+            assertEquals("[{\"Ref\":\"TableName\"},{\"Ref\":\"HistoryTable\"}]", tableName.path("Fn::If").path(1).toString(),
+                id + ": table actions only on this table and its history: " + body);
+            assertEquals("TableName", tableName.path("Fn::If").path(2).path("Ref").asText(),
+                id + ": table actions only on this table without a history: " + body);
           }
         }
       }
@@ -405,8 +410,9 @@ class TemplateTest {
       return choice.path(1).asText();
     }
     JsonNode parameter = ROOT.path("Parameters").path(node.path("Ref").asText());
-    if (parameter.path("Type").asText().equals("Number")) {
-      return parameter.path("Default").asText(); // a number parameter's default (ExportLoadConcurrency)
+    if (parameter.path("Type").asText().equals("Number") || parameter.has("AllowedValues")) {
+      // A number parameter's default (ExportLoadConcurrency), or a choice's (TtlExpiries).
+      return parameter.path("Default").asText();
     }
     return switch (variable) {
       case "CATALOG_TYPE" -> catalogType;
@@ -416,6 +422,7 @@ class TemplateTest {
       case "STAGING_PREFIX" -> "staging/";
       case "COLUMN_TYPES" -> "price=decimal(12,2)";
       case "ITEM_JSON_COLUMN", "ITEM_VARIANT_COLUMN" -> "false";
+      case "HISTORY_TABLE" -> "sample_history";
       default -> "sample";
     };
   }

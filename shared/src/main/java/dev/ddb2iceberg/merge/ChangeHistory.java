@@ -302,7 +302,7 @@ public final class ChangeHistory {
     Map<String, String> props = new HashMap<>();
     props.put(TableProperties.FORMAT_VERSION, Integer.toString(org.apache.iceberg.TableUtil.formatVersion(main)));
     props.put(TableLayout.KEYS_PROPERTY, main.properties().get(TableLayout.KEYS_PROPERTY));
-    props.put(HISTORY_OF, main.name());
+    props.put(HISTORY_OF, settings.namespace() + "." + settings.name());
     props.put(TableProperties.DEFAULT_FILE_FORMAT, "parquet");
     props.put(TableProperties.PARQUET_COMPRESSION, "zstd");
     props.put(TableProperties.COMMIT_NUM_RETRIES, "10");
@@ -317,7 +317,7 @@ public final class ChangeHistory {
         builder.withLocation(settings.location().replaceAll("/+$", "").replaceAll("[^/]+$", settings.historyTable()));
       }
       Table created = builder.create();
-      LOG.info("Created the change history {} of {}, partitioned by day", id, main.name());
+      LOG.info("Created the change history {} of {}.{}, partitioned by day", id, settings.namespace(), settings.name());
       return created;
     } catch (AlreadyExistsException raced) {
       return catalog.loadTable(id);

@@ -120,9 +120,15 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     Table history = settings.table().historyTable() == null ? null
         : TableCreator.loadIfExists(catalog, TableIdentifier.of(settings.table().namespace(), settings.table().historyTable()));
     if (history != null) {
+      // In an S3 table bucket the history has no files of the pipeline's own to look after: the
+      // bucket removes its unreferenced files itself.
+      Set<MaintenanceTask> tasks = EnumSet.copyOf(request.tasks());
+      if (settings.catalog().isS3Tables()) {
+        tasks.remove(MaintenanceTask.ORPHANS);
+      }
       MaintenanceResult h = new Maintenance(history, settings.options().forHistory(), settings.stagingUri(), clock)
           .managedStorage(settings.catalog().isS3Tables())
-          .run(request.tasks(), request.dryRun());
+          .run(tasks, request.dryRun());
       if (!h.dryRun()) {
         metricsOut.accept(metrics(TableIdentifier.of(settings.table().namespace(), settings.table().historyTable()), h)
             .toString());
