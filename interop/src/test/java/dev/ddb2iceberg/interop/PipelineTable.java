@@ -35,6 +35,8 @@ final class PipelineTable {
   final String name;
   final Map<String, String> env;
   final ExpectedTable model = new ExpectedTable();
+  /** Every change staged, in stream order: what a change history must hold. */
+  final List<Change> streamed = new java.util.ArrayList<>();
   final MergerSettings settings;
   final Catalog catalog;
   final StagingStore store;
@@ -55,7 +57,8 @@ final class PipelineTable {
       List<Change> batch = changes.subList(i, Math.min(changes.size(), i + 100));
       BatchStager.Result r = new BatchStager(store).stage(dev.ddb2iceberg.workload.StreamEvents.batch(batch).getRecords());
       assertTrue(r.complete(), () -> "staging failed: " + r.failure());
-      model.apply(batch);
+      model.apply(batch, settings.table().removals());
+      streamed.addAll(batch);
     }
   }
 

@@ -90,7 +90,35 @@ class SparkReadsPipelineTablesTest {
     TABLES.forEach((name, t) -> queries.put(name, "SELECT * FROM " + t.sparkName()));
     queries.put("readme", readme.query());
     queries.put("describe", "DESCRIBE TABLE " + TABLES.get("orders").sparkName());
+    List<String> removals = readmeSql("## Removals");
+    List<String> history = readmeSql("## The change history");
+    assertEquals(1, removals.size(), "SQL blocks in the README's Removals section");
+    assertEquals(2, history.size(), "SQL blocks in the README's change history section");
+    queries.put("live", removals.get(0));
+    queries.put("item history", history.get(0));
+    queries.put("as of", history.get(1));
     spark = SparkProcess.run(Path.of(System.getProperty("spark.work", dir.toString())), conf, queries);
+  }
+
+  /** The ```sql blocks of the README section under {@code heading}, as printed. */
+  private static List<String> readmeSql(String heading) {
+    String text;
+    try {
+      text = java.nio.file.Files.readString(ProjectFiles.root().resolve("README.md"));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    int start = text.indexOf("\n" + heading);
+    assertTrue(start >= 0, "the README has a section " + heading);
+    int end = text.indexOf("\n## ", start + heading.length());
+    String section = text.substring(start, end < 0 ? text.length() : end);
+    List<String> blocks = new ArrayList<>();
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("```sql\n(.*?)```", java.util.regex.Pattern.DOTALL)
+        .matcher(section);
+    while (m.find()) {
+      blocks.add(m.group(1).trim());
+    }
+    return blocks;
   }
 
   @AfterAll
@@ -100,13 +128,18 @@ class SparkReadsPipelineTablesTest {
     }
   }
 
-  /** Orders merged minute by minute, never compacted: readers must apply the position delete files. */
+  /**
+   * Orders merged minute by minute, never compacted: readers must apply the position delete files.
+   * Their removals keep marked rows and their changes go to a change history, which the README's
+   * queries read.
+   */
   private static PipelineTable ordersWithLivePositionDeletes(LocalStack stack) {
-    return orders(stack, "orders", 1);
+    return orders(stack, "orders", 1, Map.of("HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark",
+        "DELETES", "soft"));
   }
 
-  private static PipelineTable orders(LocalStack stack, String name, long seed) {
-    PipelineTable t = new PipelineTable(stack, name, Map.of());
+  private static PipelineTable orders(LocalStack stack, String name, long seed, Map<String, String> settings) {
+    PipelineTable t = new PipelineTable(stack, name, settings);
     OrderWorkload workload = new OrderWorkload(seed, 400);
     for (int minute = 0; minute < 4; minute++) {
       for (OrderWorkload.ShardChanges shard : workload.minute(1_000, 4_000)) {
@@ -120,7 +153,7 @@ class SparkReadsPipelineTablesTest {
 
   /** The same kind of table after maintenance compacted it: deletes applied, files rewritten. */
   private static PipelineTable ordersCompacted(LocalStack stack) {
-    PipelineTable t = orders(stack, "orders_compacted", 2);
+    PipelineTable t = orders(stack, "orders_compacted", 2, Map.of());
     MaintenanceResult r = t.compact();
     assertTrue(r.compaction().filesRewritten() > 0, () -> "compaction rewrote files: " + r);
     assertEquals(0, t.summary("total-delete-files"), "no delete file is left after compaction");
@@ -318,6 +351,67 @@ class SparkReadsPipelineTablesTest {
   @Test
   void sparkSeesTheSourceTableAfterAParallelExportLoad() {
     assertSparkSeesTheSource("loaded_in_parallel");
+  }
+
+  @Test
+  void theReadmeQueryHidingRemovedRowsCountsTheSourcesLiveItems() {
+    PipelineTable t = TABLES.get("orders");
+    long marked = t.model.marks().size();
+    assertTrue(marked > 0, "the orders table has rows that removals kept, marked");
+    List<String> rows = spark.get("live").rowsOrFail();
+    assertEquals(1, rows.size(), "rows of the live-orders count");
+    assertEquals(t.model.items().size() - marked, SparkRows.parse(rows.get(0)).path("live_orders").asLong(),
+        "live orders: the table's rows less those removals kept");
+  }
+
+  @Test
+  void theReadmeItemHistoryQueryReturnsEveryChangeOfTheItemInOrder() {
+    Map<String, DdbValue> key = Map.of("customer_id", new DdbValue.S("C-00001"), "order_id", new DdbValue.N("100003"));
+    List<Change> expected = TABLES.get("orders").streamed.stream().filter(c -> c.keys().equals(key))
+        .sorted((a, b) -> dev.ddb2iceberg.model.SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber())).toList();
+    List<String> rows = spark.get("item history").rowsOrFail();
+    assertTrue(expected.size() > 3, "the README's item is changed often: " + expected.size());
+    assertEquals(expected.size(), rows.size(), "changes of " + key + " in the history: " + rows);
+    for (int i = 0; i < rows.size(); i++) {
+      JsonNode row = SparkRows.parse(rows.get(i));
+      Change c = expected.get(i);
+      String at = "change " + i + " of " + key + ": " + rows.get(i);
+      assertEquals(c.operation().name(), row.path("_ddb_op").asText(), at);
+      assertEquals(dev.ddb2iceberg.model.SequenceNumbers.pad(c.sequenceNumber()), row.path("_ddb_seq").asText(), at);
+      assertEquals(c.ttlExpiry(), row.path("_ddb_ttl").asBoolean(), at);
+      assertEquals(Instant.ofEpochMilli(c.approximateCreationMillis()), java.time.OffsetDateTime.parse(row.path("_ddb_time").asText()).toInstant(), at);
+      if (c.newImage() == null) {
+        assertTrue(row.path("status").isMissingNode() || row.path("status").isNull(), at);
+      } else {
+        assertEquals(((DdbValue.S) c.newImage().get("status")).value(), row.path("status").asText(), at);
+        assertEquals(((DdbValue.N) c.newImage().get("version")).text(), row.path("version").asText(), at);
+      }
+    }
+  }
+
+  @Test
+  void theReadmeAsOfQueryReturnsTheSourceTableAsItWasThen() {
+    String query = readmeSql("## The change history").get(1);
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("TIMESTAMP '([^']+)'").matcher(query);
+    assertTrue(m.find(), "the as-of query names a time: " + query);
+    long then = Instant.parse(m.group(1)).toEpochMilli();
+    List<Change> upToThen = TABLES.get("orders").streamed.stream().filter(c -> c.approximateCreationMillis() <= then)
+        .toList();
+    assertTrue(upToThen.size() > 100 && upToThen.size() < TABLES.get("orders").streamed.size(),
+        "the README's time falls inside the workload: " + upToThen.size() + " changes before it");
+    ExpectedTable asOf = new ExpectedTable();
+    asOf.apply(upToThen); // as DynamoDB held it then
+    Map<String, String> expected = new java.util.TreeMap<>();
+    asOf.items().forEach((k, item) -> expected.put(((DdbValue.S) k.get("customer_id")).value() + "/"
+        + ((DdbValue.N) k.get("order_id")).text(), ((DdbValue.S) item.get("status")).value() + " v"
+        + ((DdbValue.N) item.get("version")).text()));
+    Map<String, String> seen = new java.util.TreeMap<>();
+    for (String line : spark.get("as of").rowsOrFail()) {
+      JsonNode row = SparkRows.parse(line);
+      seen.put(row.path("customer_id").asText() + "/" + row.path("order_id").asText(),
+          row.path("status").asText() + " v" + row.path("version").asText());
+    }
+    assertEquals(expected, seen, "the table as of " + m.group(1));
   }
 
   @Test
