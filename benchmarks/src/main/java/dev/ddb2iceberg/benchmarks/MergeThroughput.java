@@ -67,8 +67,14 @@ public final class MergeThroughput {
   private static final boolean NARROW = Boolean.getBoolean("bench.narrow");
   /** {@code -Dbench.steadyMerges=N}: N more timed merges after the measured one (mean, p95, max). */
   private static final int STEADY_MERGES = Integer.getInteger("bench.steadyMerges", 0);
+  /** {@code -Dbench.history=on}: the merger also keeps a change history (HISTORY_TABLE). */
+  private static final boolean HISTORY = "on".equals(System.getProperty("bench.history", "off"));
+  /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
+  private static final String[] REMOVALS = System.getProperty("bench.removals", "delete,hard").split(",");
   private static final String MODE = (KEY_INDEX ? ", key index" : ", key columns scanned") + (PRIME > 0 ? ", warm" : "")
-      + (NARROW ? ", narrow items" : "");
+      + (NARROW ? ", narrow items" : "") + (HISTORY ? ", change history" : "")
+      + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard") ? ""
+          : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
   private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
 
   public static void main(String[] args) throws Exception {
@@ -117,7 +123,13 @@ public final class MergeThroughput {
 
   private static double run(LocalStack stack, EmbeddedS3Server server, long rows, int changes) {
     String name = "bench_" + rows;
-    Environment env = new Environment(stack.environment(name));
+    java.util.Map<String, String> variables = stack.environment(name);
+    if (HISTORY) {
+      variables.put("HISTORY_TABLE", name + "_history");
+    }
+    variables.put("TTL_EXPIRIES", REMOVALS[0]);
+    variables.put("DELETES", REMOVALS[1]);
+    Environment env = new Environment(variables);
     StagingSettings staging = new StagingSettings("bench", "staging-" + rows + "/", "quarantine/");
     CatalogSettings catalogSettings = CatalogSettings.from(env, staging, S3Settings.from(env));
     TableSettings tableSettings = TableSettings.from(env);

@@ -1,10 +1,9 @@
 package dev.ddb2iceberg.maintenance;
 
-import dev.ddb2iceberg.merge.ChangeHistory;
-import dev.ddb2iceberg.table.TableLayout;
-
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.table.TableLayout;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -90,6 +89,15 @@ public final class Maintenance {
         LOG.info("Compaction lost a race with another commit and gives up for this run: {}", lost.getMessage());
       }
     }
+    // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the
+    // pipeline knows how many days of changes its history keeps.
+    if (requested.contains(MaintenanceTask.EXPIRE)) {
+      try {
+        dropExpiredHistory(dryRun);
+      } catch (ValidationException | CommitFailedException lost) {
+        conflicts.add("history retention: " + lost.getMessage());
+      }
+    }
     if (tasks.contains(MaintenanceTask.MANIFESTS)) {
       try {
         manifests = rewriteManifests(dryRun);
@@ -99,7 +107,6 @@ public final class Maintenance {
     }
     if (tasks.contains(MaintenanceTask.EXPIRE)) {
       try {
-        dropExpiredHistory(dryRun);
         expired = expireSnapshots(dryRun);
       } catch (ValidationException | CommitFailedException lost) {
         conflicts.add("expire: " + lost.getMessage());
@@ -183,6 +190,9 @@ public final class Maintenance {
     if (files == 0 || dryRun) {
       return files;
     }
+    // First the mark, then the drop: a merge that reads the mark appends nothing older (it would
+    // be dropped, and a copy of a dropped change could no longer be told apart from a new one).
+    table.updateProperties().set(ChangeHistory.KEPT_FROM, Long.toString(cutoff.toEpochMilli())).commit();
     var delete = table.newDelete().deleteFromRowFilter(older);
     Checkpoint.carried(table).forEach(delete::set);
     delete.commit();

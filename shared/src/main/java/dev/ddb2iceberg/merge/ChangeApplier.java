@@ -141,8 +141,8 @@ final class ChangeApplier {
       if (c.operation().isUpsert()) {
         rows.add(layout.toRow(c));
         rowsReplaced += live.size();
-      } else if (policy.keepsRow(c.ttlExpiry()) && removedButKept.keep(c, latestUpsert.get(e.getKey()),
-          latestDeleting.get(e.getKey()), live)) {
+      } else if (policy.keepsRow(c.ttlExpiry()) && keepsRow(removedButKept, removals, e.getKey(), c,
+          latestUpsert.get(e.getKey()), latestDeleting.get(e.getKey()), live)) {
         rowsReplaced += live.size(); // the item's row is written again, marked
       } else if (live.isEmpty()) {
         continue; // removing an item the table does not have: only the removals file notes it
@@ -251,6 +251,13 @@ final class ChangeApplier {
         (tDone - tCommit) / 1_000_000);
     return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
         found.filesRead(), found.filesInTable());
+  }
+
+  /** Whether removal {@code c} keeps its item's row (noted in {@code kept}); see {@link RemovedRows#keep}. */
+  private static boolean keepsRow(RemovedRows kept, Tombstones removals, List<Object> key, Change c, Change upsert,
+      Change deleting, List<LiveRow> live) {
+    return kept.keep(c, upsert, deleting, live,
+        upsert != null && removals.removedAfter(key, upsert.sequenceNumber()));
   }
 
   private static Change newer(Change a, Change b) {

@@ -3,20 +3,29 @@ package dev.ddb2iceberg.merge;
 import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
+import java.util.function.Consumer;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.RowDelta;
@@ -25,6 +34,7 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericRecord;
@@ -40,6 +50,7 @@ import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.ByteBuffers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,12 +81,18 @@ public final class ChangeHistory {
   public static final String TTL = "_ddb_ttl";
   /** Table property of a history table: the table whose changes it holds, {@code namespace.name}. */
   public static final String HISTORY_OF = "ddb2iceberg.history-of";
+  /**
+   * Table property of a history: epoch milliseconds before which maintenance dropped its changes
+   * (HISTORY_RETENTION_DAYS). An append skips older changes: they would be dropped anyway, and a
+   * staged copy of a dropped change could no longer be told from a new one.
+   */
+  public static final String KEPT_FROM = "ddb2iceberg.history-kept-from";
   private static final int COMMIT_ATTEMPTS = 10;
 
   private final Catalog catalog;
   private final TableIdentifier id;
   private final TableSettings settings;
-  private java.util.function.Consumer<Table> beforeCommit = t -> {};
+  private Consumer<Table> beforeCommit = t -> {};
 
   public ChangeHistory(Catalog catalog, TableSettings settings) {
     this.catalog = catalog;
@@ -88,7 +105,7 @@ public final class ChangeHistory {
   }
 
   /** Testing hook: runs just before each append commits (tests land a racing append there). */
-  ChangeHistory beforeCommit(java.util.function.Consumer<Table> hook) {
+  ChangeHistory beforeCommit(Consumer<Table> hook) {
     this.beforeCommit = hook;
     return this;
   }
@@ -103,13 +120,13 @@ public final class ChangeHistory {
     List<Change> out = new ArrayList<>();
     try (CloseableIterable<Record> rows = IcebergGenerics.read(history).build()) {
       for (Record r : rows) {
-        Map<String, dev.ddb2iceberg.model.DdbValue> item = layout.toItem(r);
-        Map<String, dev.ddb2iceberg.model.DdbValue> key = new java.util.LinkedHashMap<>();
+        Map<String, DdbValue> item = layout.toItem(r);
+        Map<String, DdbValue> key = new LinkedHashMap<>();
         layout.keyNames().forEach(k -> key.put(k, item.get(k)));
-        dev.ddb2iceberg.model.Operation op = dev.ddb2iceberg.model.Operation.valueOf((String) r.getField(OPERATION));
+        Operation op = Operation.valueOf((String) r.getField(OPERATION));
         out.add(new Change(key, op, op.isUpsert() ? item : null,
             SequenceNumbers.stripLeadingZeros((String) r.getField(TableLayout.SEQ)),
-            ((java.time.OffsetDateTime) r.getField(TableLayout.TIME)).toInstant().toEpochMilli(),
+            ((OffsetDateTime) r.getField(TableLayout.TIME)).toInstant().toEpochMilli(),
             (Boolean) r.getField(TTL)));
       }
     } catch (IOException e) {
@@ -146,6 +163,18 @@ public final class ChangeHistory {
       return new Appended(null, 0, 0, 0);
     }
     Table history = loadOrCreate(main);
+    long keptFrom = Long.parseLong(history.properties().getOrDefault(KEPT_FROM, "0"));
+    if (keptFrom > 0) {
+      int before = keyed.size();
+      keyed = keyed.stream().filter(c -> c.approximateCreationMillis() >= keptFrom).toList();
+      if (keyed.size() < before) {
+        LOG.warn("Change history {}: {} changes are older than the days it keeps (from {}) and are not appended", id,
+            before - keyed.size(), Instant.ofEpochMilli(keptFrom));
+      }
+      if (keyed.isEmpty()) {
+        return new Appended(null, 0, before, 0);
+      }
+    }
     for (int attempt = 1; ; attempt++) {
       history = followSchema(history, main);
       TableLayout layout = TableLayout.of(history);
@@ -182,16 +211,34 @@ public final class ChangeHistory {
             held.filesRead());
       } catch (CommitStateUnknownException unknown) {
         // Re-planning reads what landed: if this append did, its changes are held and none is added.
+        giveUpAfter(attempt, unknown);
         LOG.warn("Change history {}: commit outcome unknown; re-planning from what the table holds", id);
       } catch (ValidationException | CommitFailedException lost) {
         deleteQuietly(history, written.files());
-        if (attempt >= COMMIT_ATTEMPTS) {
-          throw new IllegalStateException("Gave up appending to the change history " + id + " after " + attempt
-              + " attempts, each racing another append. The staged changes are kept for a later run.", lost);
-        }
+        giveUpAfter(attempt, lost);
         LOG.info("Change history {}: append attempt {} lost a race ({}); re-planning", id, attempt, lost.getMessage());
       }
+      backoff(attempt);
       history.refresh();
+    }
+  }
+
+  private void giveUpAfter(int attempt, RuntimeException last) {
+    if (attempt >= COMMIT_ATTEMPTS) {
+      throw new IllegalStateException("Gave up appending to the change history " + id + " after " + attempt
+          + " attempts, each racing another append or ending with an unknown outcome. The staged changes are kept"
+          + " for a later run.", last);
+    }
+  }
+
+  /** A jittered pause before re-planning, so racing mergers do not retry in step. */
+  private static void backoff(int attempt) {
+    long millis = Math.min(2_000, 50L << Math.min(attempt, 6));
+    try {
+      Thread.sleep(millis / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(millis / 2 + 1));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
     }
   }
 
@@ -253,8 +300,8 @@ public final class ChangeHistory {
   private static String identity(String paddedSequence, List<Object> key) {
     StringBuilder b = new StringBuilder(paddedSequence);
     for (Object part : key) {
-      b.append('\u0000').append(part instanceof java.nio.ByteBuffer bytes
-          ? java.util.HexFormat.of().formatHex(org.apache.iceberg.util.ByteBuffers.toByteArray(bytes)) : part);
+      b.append('\u0000').append(part instanceof ByteBuffer bytes
+          ? HexFormat.of().formatHex(ByteBuffers.toByteArray(bytes)) : part);
     }
     return b.toString();
   }
@@ -271,8 +318,8 @@ public final class ChangeHistory {
         row.setField(layout.keyNames().get(i), key.get(i));
       }
       row.setField(TableLayout.SEQ, SequenceNumbers.pad(c.sequenceNumber()));
-      row.setField(TableLayout.TIME, java.time.OffsetDateTime.ofInstant(
-          java.time.Instant.ofEpochMilli(c.approximateCreationMillis()), java.time.ZoneOffset.UTC));
+      row.setField(TableLayout.TIME,
+          OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
     }
     row.setField(OPERATION, c.operation().name());
     row.setField(TTL, c.ttlExpiry());
@@ -300,7 +347,7 @@ public final class ChangeHistory {
     PartitionSpec spec = PartitionSpec.builderFor(schema).day(TableLayout.TIME).build();
     SortOrder order = SortOrder.builderFor(schema).asc(TableLayout.SEQ).build();
     Map<String, String> props = new HashMap<>();
-    props.put(TableProperties.FORMAT_VERSION, Integer.toString(org.apache.iceberg.TableUtil.formatVersion(main)));
+    props.put(TableProperties.FORMAT_VERSION, Integer.toString(TableUtil.formatVersion(main)));
     props.put(TableLayout.KEYS_PROPERTY, main.properties().get(TableLayout.KEYS_PROPERTY));
     props.put(HISTORY_OF, settings.namespace() + "." + settings.name());
     props.put(TableProperties.DEFAULT_FILE_FORMAT, "parquet");

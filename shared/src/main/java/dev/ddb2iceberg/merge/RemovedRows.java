@@ -52,10 +52,14 @@ final class RemovedRows {
    * Notes that {@code removal} keeps its item's row: the item is {@code upsert}'s image (the key's
    * newest in this merge) when that is newer than the table's {@code live} rows, else the newest
    * live row; either only if newer than {@code deleting}, a removal in this merge that deleted the
-   * row (the workload tests make such removals of removed items; DynamoDB does not). Returns
-   * false when there is no item to keep.
+   * row (the workload tests make such removals of removed items; DynamoDB does not), and only if
+   * no removal on the removals file came after the upsert ({@code upsertRemovedSince}: a copy of
+   * an old upsert delivered again). Returns false when there is no item to keep.
    */
-  boolean keep(Change removal, Change upsert, Change deleting, List<LiveRow> live) {
+  boolean keep(Change removal, Change upsert, Change deleting, List<LiveRow> live, boolean upsertRemovedSince) {
+    if (upsertRemovedSince) {
+      upsert = null; // a removal an earlier merge applied came after it: that item is gone
+    }
     String deletedAt = deleting == null ? "" : SequenceNumbers.pad(deleting.sequenceNumber());
     LiveRow newest = null;
     for (LiveRow r : live) {

@@ -1,9 +1,7 @@
 package dev.ddb2iceberg.table;
 
-import dev.ddb2iceberg.config.RemovalPolicy;
-import org.apache.iceberg.UpdateProperties;
-
 import dev.ddb2iceberg.config.ConfigurationException;
+import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
@@ -19,6 +17,7 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.SortOrder;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.UpdateProperties;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;

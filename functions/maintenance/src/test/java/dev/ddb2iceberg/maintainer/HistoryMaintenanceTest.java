@@ -9,6 +9,8 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.maintenance.Maintenance;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
@@ -26,6 +28,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.Table;
@@ -106,5 +109,28 @@ class HistoryMaintenanceTest {
     int filesAfter = Integer.parseInt(history.currentSnapshot().summary().get("total-data-files"));
     assertEquals(1, filesAfter, "the retained day's six small files compacted into one (files before: 12)");
     assertTrue(h.get("compaction").get("filesRewritten").asInt() >= 5, h.toString());
+
+    // A staged copy of a dropped day's change (a batch delivered again, late) is not appended:
+    // the history could no longer tell it from a new change.
+    Change late = w.next(1).get(0);
+    Change dropped = new Change(late.keys(), late.operation(), late.newImage(), late.sequenceNumber(),
+        DAY_ONE.toEpochMilli(), late.ttlExpiry());
+    new BatchStager(store).stage(StreamEvents.batch(List.of(dropped)).getRecords());
+    new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS).run();
+    assertEquals(expected, ChangeHistory.changes(history).stream().map(Change::sequenceNumber).toList(),
+        "a change older than the days the history keeps is not appended");
+  }
+
+  @Test
+  void retentionDropsOldDaysInAnS3TableBucketTooWhereSnapshotExpiryIsLeftToTheBucket() {
+    KeyedWorkload w = new KeyedWorkload(22, 50);
+    mergeChangesOn(DAY_ONE, w, 2);
+    List<Change> kept = mergeChangesOn(DAY_ONE.plus(Duration.ofDays(5)), w, 2);
+    Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
+    new Maintenance(history, settings.options().forHistory(), settings.stagingUri(),
+        Clock.fixed(DAY_ONE.plus(Duration.ofDays(6)), ZoneOffset.UTC))
+        .managedStorage(true)
+        .run(EnumSet.of(MaintenanceTask.EXPIRE), false);
+    assertEquals(kept.size(), ChangeHistory.changes(history).size(), "only the retained day's changes are left");
   }
 }
