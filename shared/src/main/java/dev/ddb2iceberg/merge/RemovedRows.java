@@ -6,8 +6,6 @@ import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -19,12 +17,8 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.MetadataColumns;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.types.Types;
 
 /**
  * The rows that removals leave behind when the policy keeps them (TTL_EXPIRIES=mark,
@@ -106,24 +100,13 @@ final class RemovedRows {
     Map<Long, Change> byPosition = new HashMap<>();
     inFile.forEach(e -> byPosition.put(e.getValue().position(), e.getKey()));
     FileScanTask task = inFile.get(0).getValue().task();
-    Schema schema = table.schema();
-    List<Types.NestedField> columns = new ArrayList<>(schema.columns());
-    columns.add(MetadataColumns.ROW_POSITION);
     List<Record> out = new ArrayList<>();
-    try (var found = TaskRows.read(table, task, new Schema(columns))) {
-      for (Record row : found) {
-        Change removal = byPosition.get((Long) row.getField(MetadataColumns.ROW_POSITION.name()));
-        if (removal != null) {
-          GenericRecord copy = GenericRecord.create(schema);
-          for (Types.NestedField c : schema.columns()) {
-            copy.setField(c.name(), row.getField(c.name()));
-          }
-          out.add(mark(copy, removal));
-        }
+    TaskRows.withPositions(table, task, (position, row) -> {
+      Change removal = byPosition.get(position);
+      if (removal != null) {
+        out.add(mark(row, removal));
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot read " + task.file().location() + " for the rows of removed items", e);
-    }
+    });
     if (out.size() != inFile.size()) {
       throw new IllegalStateException("Found " + out.size() + " of the " + inFile.size() + " live rows of removed items"
           + " in " + task.file().location() + ": the lookup named rows the file does not hold");

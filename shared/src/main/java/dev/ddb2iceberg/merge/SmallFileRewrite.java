@@ -2,8 +2,6 @@ package dev.ddb2iceberg.merge;
 
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -12,13 +10,8 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.MetadataColumns;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 
 /**
  * Small data files a merge rewrites instead of giving them deletes. A continuous merger writes a
@@ -55,25 +48,12 @@ final class SmallFileRewrite {
   private static List<Record> liveRowsBut(Table table, FileScanTask task, List<LiveRow> deleted) {
     Set<Long> gone = new HashSet<>();
     deleted.forEach(r -> gone.add(r.position()));
-    Schema schema = table.schema();
-    List<Types.NestedField> columns = new ArrayList<>(schema.columns());
-    columns.add(MetadataColumns.ROW_POSITION);
-    Schema withPosition = new Schema(columns);
     List<Record> out = new ArrayList<>();
-    try (CloseableIterable<Record> rows = TaskRows.read(table, task, withPosition)) {
-      for (Record row : rows) {
-        if (gone.contains((Long) row.getField(MetadataColumns.ROW_POSITION.name()))) {
-          continue;
-        }
-        GenericRecord copy = GenericRecord.create(schema);
-        for (Types.NestedField c : schema.columns()) {
-          copy.setField(c.name(), row.getField(c.name()));
-        }
-        out.add(copy);
+    TaskRows.withPositions(table, task, (position, row) -> {
+      if (!gone.contains(position)) {
+        out.add(row);
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot read " + task.file().location() + " to rewrite it", e);
-    }
+    });
     return out;
   }
 }

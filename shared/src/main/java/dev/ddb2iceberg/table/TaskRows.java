@@ -1,12 +1,19 @@
 package dev.ddb2iceberg.table;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.GenericDeleteFilter;
+import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.formats.FormatModelRegistry;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
 
 /** The live rows of one data file: read with a projection, the file's deletes applied. */
 public final class TaskRows {
@@ -23,5 +30,31 @@ public final class TaskRows {
         .project(deletes.requiredSchema())
         .split(task.start(), task.length())
         .build());
+  }
+
+  /** What {@link #withPositions} hands over: a live row, as a row of the table's schema, and its position. */
+  public interface PositionedRow {
+    void accept(long position, Record row);
+  }
+
+  /**
+   * Hands over every live row of {@code task} as a row of the table's current schema (a copy the
+   * caller may keep and change), with its position in the file.
+   */
+  public static void withPositions(Table table, FileScanTask task, PositionedRow consumer) {
+    Schema schema = table.schema();
+    List<Types.NestedField> columns = new ArrayList<>(schema.columns());
+    columns.add(MetadataColumns.ROW_POSITION);
+    try (CloseableIterable<Record> rows = read(table, task, new Schema(columns))) {
+      for (Record row : rows) {
+        GenericRecord copy = GenericRecord.create(schema);
+        for (Types.NestedField c : schema.columns()) {
+          copy.setField(c.name(), row.getField(c.name()));
+        }
+        consumer.accept((Long) row.getField(MetadataColumns.ROW_POSITION.name()), copy);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read the rows of " + task.file().location(), e);
+    }
   }
 }
