@@ -170,6 +170,41 @@ class InvokeCommandTest {
     assertEquals(0, JSON.readTree(maintained.out()).get("conflicts").size(), maintained.out());
   }
 
+  /**
+   * A user trying the removal settings and the change history locally: the settings in the
+   * env-vars file, the sample events staged and merged, then maintenance.
+   */
+  @Test
+  void theSampleEventsThroughAMergerThatKeepsRemovalsAndAChangeHistory() throws Exception {
+    Map<String, String> env = new java.util.HashMap<>(new LocalStack(server, bucket, dir).environment("orders"));
+    env.put("TTL_EXPIRIES", "mark");
+    env.put("DELETES", "soft");
+    env.put("HISTORY_TABLE", "orders_history");
+    JSON.writeValue(envVars.toFile(), Map.of("Parameters", env));
+    assertEquals(0, invoke("Stager", "stager-batch.json").exit());
+    assertEquals(0, invoke("Stager", "stager-ttl-removal.json").exit());
+    Run merged = invoke("Merger", "merger-schedule.json");
+    assertEquals(0, merged.exit(), merged.err());
+    int changes = JSON.readTree(merged.out()).get("changesRead").asInt();
+
+    org.apache.iceberg.catalog.Catalog catalog = dev.ddb2iceberg.merger.MergerSettings
+        .from(new dev.ddb2iceberg.config.Environment(env)).catalog().load();
+    var history = catalog.loadTable(org.apache.iceberg.catalog.TableIdentifier.of("ddb2iceberg", "orders_history"));
+    var rows = dev.ddb2iceberg.merge.ChangeHistory.changes(history);
+    // The TTL sample is the batch's last record delivered again: six read, five changes, each once.
+    assertEquals(6, changes, merged.out());
+    assertEquals(5, rows.size(), "each change the stream delivered, once: " + rows);
+    assertTrue(rows.stream().anyMatch(dev.ddb2iceberg.model.Change::ttlExpiry), "the TTL removal, flagged: " + rows);
+    var table = catalog.loadTable(org.apache.iceberg.catalog.TableIdentifier.of("ddb2iceberg", "orders"));
+    assertTrue(table.schema().findField("_ddb_expired_at") != null && table.schema().findField("_ddb_deleted_at") != null,
+        "the mark columns: " + table.schema());
+
+    Run maintained = invoke("Maintenance", "maintenance-schedule.json");
+    assertEquals(0, maintained.exit(), maintained.err());
+    assertEquals(0, JSON.readTree(maintained.out()).path("history").path("conflicts").size(), maintained.out());
+    assertTrue(JSON.readTree(maintained.out()).path("history").isObject(), "the history is maintained: " + maintained.out());
+  }
+
   @Test
   void stdoutHoldsTheResponseAloneAndWhatTheFunctionPrintsGoesToStderr() throws Exception {
     Run staged = invoke("Stager", "stager-batch.json");
