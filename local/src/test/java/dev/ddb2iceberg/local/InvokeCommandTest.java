@@ -199,6 +199,11 @@ class InvokeCommandTest {
     assertTrue(table.schema().findField("_ddb_expired_at") != null && table.schema().findField("_ddb_deleted_at") != null,
         "the mark columns: " + table.schema());
 
+    Run status = run("status", "-n", envVars.toString());
+    assertEquals(0, status.exit(), status.err());
+    assertTrue(status.out().contains("removals     TTL_EXPIRIES=mark, DELETES=soft"), status.out());
+    assertTrue(status.out().contains("history      ddb2iceberg.orders_history: 5 changes in"), status.out());
+
     Run maintained = invoke("Maintenance", "maintenance-schedule.json");
     assertEquals(0, maintained.exit(), maintained.err());
     assertEquals(0, JSON.readTree(maintained.out()).path("history").path("conflicts").size(), maintained.out());

@@ -1,9 +1,11 @@
 package dev.ddb2iceberg.ops;
 
+import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.index.DamagedIndexException;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ExportProgress;
 import dev.ddb2iceberg.merge.ParallelExportLoad;
@@ -73,7 +75,51 @@ public record TableStatus(
     String lastCompactionAt,
     Map<String, ExportProgress.Load> exportLoads,
     KeyIndexStatus keyIndex,
-    String parallelLoad) {
+    String parallelLoad,
+    String removals,
+    HistoryStatus history) {
+
+  /**
+   * The change history (HISTORY_TABLE) at a glance.
+   *
+   * @param table its name, {@code namespace.name}
+   * @param exists false until the first merge with changes creates it
+   * @param changes rows it holds (one per change)
+   * @param dataFiles its data files
+   * @param lastAppendAt when a merge last appended to it, or null
+   * @param keptFrom the first day it keeps (HISTORY_RETENTION_DAYS), or null when it keeps every change
+   */
+  public record HistoryStatus(String table, boolean exists, long changes, long dataFiles, String lastAppendAt,
+      String keptFrom) {
+    public static HistoryStatus of(String name, Table history) {
+      if (history == null || history.currentSnapshot() == null) {
+        return new HistoryStatus(name, history != null, 0, 0, null, null);
+      }
+      Map<String, String> summary = history.currentSnapshot().summary();
+      Snapshot append = Checkpoint.newestMergerSnapshot(history);
+      String keptFrom = history.properties().get(ChangeHistory.KEPT_FROM);
+      return new HistoryStatus(name, true, Long.parseLong(summary.getOrDefault("total-records", "0")),
+          Long.parseLong(summary.getOrDefault("total-data-files", "0")),
+          append == null ? null : Instant.ofEpochMilli(append.timestampMillis()).toString(),
+          keptFrom == null ? null : Instant.ofEpochMilli(Long.parseLong(keptFrom)).toString());
+    }
+  }
+
+  /** This status with the change history's. */
+  public TableStatus withHistory(HistoryStatus h) {
+    return new TableStatus(table, exists, currentSnapshotId, currentSnapshotAt, snapshots, oldestSnapshotAgeHours,
+        appliedObjectsInCheckpoint, lastMergeAt, pendingObjects, pendingBytes, oldestPendingAgeSeconds, dataFiles,
+        dataBytes, records, deleteFiles, deleteBytes, smallDataFiles, smallFileRatio, lastCompactionAt, exportLoads,
+        keyIndex, parallelLoad, removals, h);
+  }
+
+  /** The removal policy the table's last merge applied (its properties), or null for a table without one. */
+  private static String removals(Table table) {
+    String ttl = table.properties().get(RemovalPolicy.TTL_PROPERTY);
+    String deletes = table.properties().get(RemovalPolicy.DELETES_PROPERTY);
+    return ttl == null && deletes == null ? null
+        : "TTL_EXPIRIES=" + (ttl == null ? "delete" : ttl) + ", DELETES=" + (deletes == null ? "hard" : deletes);
+  }
 
   /**
    * The key index at a glance.
@@ -114,7 +160,8 @@ public record TableStatus(
         .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
     if (table == null || table.currentSnapshot() == null) {
       return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
-          0, 0, 0, 0, 0, 0, 0, null, Map.of(), null, table == null ? null : ParallelExportLoad.progress(table));
+          0, 0, 0, 0, 0, 0, 0, null, Map.of(), null, table == null ? null : ParallelExportLoad.progress(table),
+          table == null ? null : removals(table), null);
     }
     Snapshot current = table.currentSnapshot();
     int snapshots = 0;
@@ -154,7 +201,8 @@ public record TableStatus(
         lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
         pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
         dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
-        ExportProgress.read(table), KeyIndexStatus.of(table, current), ParallelExportLoad.progress(table));
+        ExportProgress.read(table), KeyIndexStatus.of(table, current), ParallelExportLoad.progress(table),
+        removals(table), null);
   }
 
   /** The report for a person. */
@@ -189,6 +237,16 @@ public record TableStatus(
         .append(load.done() ? "" : " so far (invoke the Merger with {\"loadExport\": ...} again to go on)").append('\n'));
     if (parallelLoad != null) {
       sb.append("loading      ").append(parallelLoad).append('\n');
+    }
+    if (removals != null) {
+      sb.append("removals     ").append(removals).append('\n');
+    }
+    if (history != null) {
+      sb.append("history      ").append(history.table()).append(": ").append(!history.exists()
+          ? "not created yet (the next merge with changes creates it)"
+          : history.changes() + " changes in " + history.dataFiles() + " files, last appended "
+              + (history.lastAppendAt() == null ? "-" : history.lastAppendAt())
+              + (history.keptFrom() == null ? "" : ", keeps changes from " + history.keptFrom())).append('\n');
     }
     return sb.toString();
   }

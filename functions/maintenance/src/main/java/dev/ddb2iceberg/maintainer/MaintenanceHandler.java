@@ -99,7 +99,13 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     Table table = TableCreator.loadIfExists(catalog, id);
     if (request.status()) {
       // Only a report: the table, what waits in staging, files, last compaction. Changes nothing.
-      JSON.writeValue(output, status(settings, table, clock));
+      TableStatus status = status(settings, table, clock);
+      if (settings.table().historyTable() != null) {
+        TableIdentifier historyId = TableIdentifier.of(settings.table().namespace(), settings.table().historyTable());
+        status = status.withHistory(TableStatus.HistoryStatus.of(historyId.toString(),
+            TableCreator.loadIfExists(catalog, historyId)));
+      }
+      JSON.writeValue(output, status);
       return;
     }
     if (table == null) {
