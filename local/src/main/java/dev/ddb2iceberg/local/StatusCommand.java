@@ -36,14 +36,9 @@ final class StatusCommand implements Callable<Integer> {
     MaintenanceSettings settings = MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
     TableStatus status = LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> {
       Catalog catalog = settings.catalog().load();
-      TableStatus s = MaintenanceHandler.status(settings,
+      return MaintenanceHandler.status(settings, catalog,
           TableCreator.loadIfExists(catalog, TableIdentifier.of(settings.table().namespace(), settings.table().name())),
           Clock.systemUTC());
-      if (settings.table().historyTable() != null) {
-        TableIdentifier history = TableIdentifier.of(settings.table().namespace(), settings.table().historyTable());
-        s = s.withHistory(TableStatus.HistoryStatus.of(history.toString(), TableCreator.loadIfExists(catalog, history)));
-      }
-      return s;
     });
     spec.commandLine().getOut().print(json
         ? new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(status) + "\n"

@@ -8,6 +8,7 @@ import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TaskRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -27,6 +28,7 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Consumer;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Schema;
@@ -218,7 +220,7 @@ public final class ChangeHistory {
         giveUpAfter(attempt, lost);
         LOG.info("Change history {}: append attempt {} lost a race ({}); re-planning", id, attempt, lost.getMessage());
       }
-      backoff(attempt);
+      Merger.backoff(attempt);
       history.refresh();
     }
   }
@@ -228,17 +230,6 @@ public final class ChangeHistory {
       throw new IllegalStateException("Gave up appending to the change history " + id + " after " + attempt
           + " attempts, each racing another append or ending with an unknown outcome. The staged changes are kept"
           + " for a later run.", last);
-    }
-  }
-
-  /** A jittered pause before re-planning, so racing mergers do not retry in step. */
-  private static void backoff(int attempt) {
-    long millis = Math.min(2_000, 50L << Math.min(attempt, 6));
-    try {
-      Thread.sleep(millis / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(millis / 2 + 1));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted", e);
     }
   }
 
@@ -269,22 +260,19 @@ public final class ChangeHistory {
         Expressions.and(Expressions.greaterThanOrEqual(TableLayout.SEQ, low), Expressions.lessThanOrEqual(TableLayout.SEQ, high)),
         Expressions.and(Expressions.greaterThanOrEqual(TableLayout.TIME, from * 1000), Expressions.lessThanOrEqual(TableLayout.TIME, to * 1000)));
     Set<String> held = new HashSet<>();
-    int files = 0;
-    try (var tasks = history.newScan().filter(range).planFiles()) {
-      for (var ignored : tasks) {
-        files++;
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    if (files == 0) {
-      return new Held(held, 0);
-    }
     List<String> columns = new ArrayList<>(layout.keyNames());
     columns.add(TableLayout.SEQ);
-    try (CloseableIterable<Record> rows = IcebergGenerics.read(history).where(range).select(columns).build()) {
-      for (Record r : rows) {
-        held.add(identity((String) r.getField(TableLayout.SEQ), layout.keyOf(r)));
+    Schema projection = history.schema().select(columns);
+    int files = 0;
+    // One planning: each overlapping file is read (its key and sequence columns only) as planned.
+    try (CloseableIterable<FileScanTask> tasks = history.newScan().filter(range).planFiles()) {
+      for (FileScanTask task : tasks) {
+        files++;
+        try (CloseableIterable<Record> rows = TaskRows.read(history, task, projection)) {
+          for (Record r : rows) {
+            held.add(identity((String) r.getField(TableLayout.SEQ), layout.keyOf(r)));
+          }
+        }
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -270,7 +270,8 @@ public final class Merger {
         a.quarantined(), appliedByOthers, a.filesRead(), a.filesInTable());
   }
 
-  private static void backoff(int attempt) {
+  /** A jittered pause before re-planning a lost commit, so racing writers do not retry in step. */
+  static void backoff(int attempt) {
     long millis = Math.min(5_000, 100L << Math.min(attempt, 6));
     try {
       Thread.sleep(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));

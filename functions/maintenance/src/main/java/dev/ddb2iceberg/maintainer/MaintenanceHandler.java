@@ -99,13 +99,7 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     Table table = TableCreator.loadIfExists(catalog, id);
     if (request.status()) {
       // Only a report: the table, what waits in staging, files, last compaction. Changes nothing.
-      TableStatus status = status(settings, table, clock);
-      if (settings.table().historyTable() != null) {
-        TableIdentifier historyId = TableIdentifier.of(settings.table().namespace(), settings.table().historyTable());
-        status = status.withHistory(TableStatus.HistoryStatus.of(historyId.toString(),
-            TableCreator.loadIfExists(catalog, historyId)));
-      }
-      JSON.writeValue(output, status);
+      JSON.writeValue(output, status(settings, catalog, table, clock));
       return;
     }
     if (table == null) {
@@ -184,11 +178,21 @@ public final class MaintenanceHandler implements RequestStreamHandler {
         .milliseconds("MaintenanceMillis", r.millis());
   }
 
-  /** The status report of the table (null if not created yet) and its staging prefix. */
-  public static TableStatus status(MaintenanceSettings settings, Table table, Clock clock) {
+  /**
+   * The status report of the table (null if not created yet), its staging prefix, and its change
+   * history when HISTORY_TABLE names one.
+   */
+  public static TableStatus status(MaintenanceSettings settings, Catalog catalog, Table table, Clock clock) {
+    TableStatus status;
     try (S3Client s3 = settings.s3().newClient()) { // only a status request needs one: not at cold start
-      return TableStatus.of(settings.table().namespace() + "." + settings.table().name(), table,
+      status = TableStatus.of(settings.table().namespace() + "." + settings.table().name(), table,
           new StagingStore(s3, settings.staging()), settings.options().targetFileSizeBytes(), clock);
     }
+    if (settings.table().historyTable() == null) {
+      return status;
+    }
+    TableIdentifier history = TableIdentifier.of(settings.table().namespace(), settings.table().historyTable());
+    return status.withHistory(TableStatus.HistoryStatus.of(history.toString(), TableCreator.loadIfExists(catalog, history)));
   }
+
 }
