@@ -161,7 +161,9 @@ public final class MergeThroughput {
     BatchStager stager = new BatchStager(store);
     boolean keyIndex = KEY_INDEX;
     MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8, keyIndex, 64,
-        MergeOptions.DEFAULTS.keyIndexCacheBytes(), MergeOptions.DEFAULTS.rewriteFilesBelowBytes(), false);
+        MergeOptions.DEFAULTS.keyIndexCacheBytes(), Long.getLong("bench.rewriteBelow",
+        MergeOptions.DEFAULTS.rewriteFilesBelowBytes()), Long.getLong("bench.rewritePerMerge",
+        MergeOptions.DEFAULTS.rewriteBytesPerMerge()), false);
     if (PRIME > 0) {
       // The steady state: a first merge (untimed as the steady state; with the index on, it builds
       // the index from the bulk-loaded table, as after an upgrade) leaves a warm container.

@@ -81,7 +81,7 @@ public final class MetadataGrowth {
       // Continuous mode's merge options: MERGE_MODE=continuous (-Dbench.rewriteBelow to change the rewrite threshold).
       vars.put("MERGE_MODE", "continuous");
       MergeOptions options = MergeOptions.from(new Environment(vars)).withRewriteFilesBelow(
-          Long.getLong("bench.rewriteBelow", MergeOptions.CONTINUOUS_REWRITE_BELOW_BYTES));
+          Long.getLong("bench.rewriteBelow", MergeOptions.REWRITE_BELOW_BYTES));
       MaintenanceOptions maintenanceOptions = MaintenanceOptions.from(env);
       maintenanceOptions = new MaintenanceOptions(maintenanceOptions.targetFileSizeBytes(),
           maintenanceOptions.maxBytesPerRun(), maintenanceOptions.maxGroupsPerRun(), maintenanceOptions.minInputFiles(),

@@ -65,7 +65,7 @@ public final class ParallelLoadThroughput {
         // A worker's own pool: two threads, as a 4 GB Lambda has about two vCPUs.
         MergeOptions options = MergeOptions.from(env);
         options = new MergeOptions(options.maxChanges(), options.maxStagedBytes(), options.maxCommitAttempts(), 2,
-            options.keyIndex(), options.keyIndexParts(), options.keyIndexCacheBytes(), 0, false);
+            options.keyIndex(), options.keyIndexParts(), options.keyIndexCacheBytes(), 0, 0, false);
         ParallelExportLoad load = new ParallelExportLoad(catalog, TableSettings.from(env),
             new StagingStore(server.newClient(), staging), options, server.newClient(),
             Integer.getInteger("bench.batchItems", 250_000));

@@ -12,25 +12,25 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Consumer;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.UpdateSchema;
+import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DeleteWriteResult;
-import org.apache.iceberg.util.ContentFileUtil;
+import org.apache.iceberg.util.StructLikeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -156,30 +156,12 @@ final class ChangeApplier {
     rows.addAll(removedButKept.rows(pool));
     String removalsFile = removals.update(table, layout, removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
 
-    // A data file all of whose live rows go is dropped through metadata instead of given deletes:
-    // no delete file to write, read or compact, and one small file less (hot items' files).
-    List<DataFile> emptied = new ArrayList<>();
-    List<DeleteFile> theirDeletes = new ArrayList<>();
-    List<LiveRow> positional = new ArrayList<>();
-    Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
-    toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
-    List<Map.Entry<FileScanTask, List<LiveRow>>> rewritten = new ArrayList<>();
-    for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
-      Long live = found.liveRowsByFile().get(e.getKey());
-      FileScanTask task = e.getValue().get(0).task();
-      if ((live != null && live == e.getValue().size()) || rewrites(table, task)) {
-        emptied.add(task.file());
-        // Its own deletes (deletion vectors, file-scoped position deletes) go with it.
-        task.deletes().stream().filter(d -> e.getKey().equals(ContentFileUtil.referencedDataFileLocation(d)))
-            .forEach(theirDeletes::add);
-        if (live == null || live != e.getValue().size()) {
-          rewritten.add(Map.entry(task, e.getValue()));
-        }
-      } else {
-        positional.addAll(e.getValue());
-      }
-    }
-    List<Record> moved = SmallFileRewrite.liveRowsBut(table, rewritten, pool);
+    // Each touched file is dropped (all its live rows go), folded with the partition's other small
+    // files into the merge's new file, or given deletes; see SmallFileRewrite.
+    SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
+        .plan(toDelete, found.liveRowsByFile(), found.files(), partitionsOf(table, rows));
+    List<LiveRow> positional = files.positional();
+    List<Record> moved = SmallFileRewrite.liveRowsBut(table, files.folded(), pool);
 
     long tWrite = System.nanoTime();
     MergeWriter writer = new MergeWriter(table, runId);
@@ -217,8 +199,8 @@ final class ChangeApplier {
     dataFiles.forEach(delta::addRows);
     deletes.deleteFiles().forEach(delta::addDeletes);
     deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
-    emptied.forEach(delta::removeRows);
-    theirDeletes.forEach(delta::removeDeletes);
+    files.dropped().forEach(delta::removeRows);
+    files.droppedDeletes().forEach(delta::removeDeletes);
     beforeCommit.accept(table);
     Long snapshotId;
     try {
@@ -243,10 +225,12 @@ final class ChangeApplier {
           policy, removedButKept.size(), expiriesKept);
     }
     LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
-        + " changes skipped, {} data files dropped ({} small ones rewritten, {} rows moved), {} delete files written,"
-        + " read {} of {} data files; ms finding rows {}, writing rows {}, writing deletes {}, committing {}",
-        snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved, stale, emptied.size(), rewritten.size(),
-        moved.size(), deletes.deleteFiles().size(), found.filesRead(), found.filesInTable(),
+        + " changes skipped, {} data files dropped ({} small ones folded, {} of them untouched, {} bytes, {} rows"
+        + " moved), {} delete files written ({} replaced), read {} of {} data files; ms finding rows {}, writing rows"
+        + " {}, writing deletes {}, committing {}",
+        snapshotId, changes.size(), rows.size(), rowsReplaced, itemsRemoved, stale, files.dropped().size(),
+        files.folded().size(), files.untouchedFolded(), files.foldedBytes(), moved.size(),
+        deletes.deleteFiles().size(), deletes.rewrittenDeleteFiles().size(), found.filesRead(), found.filesInTable(),
         (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000, (tCommit - tDeletes) / 1_000_000,
         (tDone - tCommit) / 1_000_000);
     return new Applied(snapshotId, applied, stale, rows.size(), rowsReplaced, itemsRemoved, quarantined,
@@ -264,16 +248,18 @@ final class ChangeApplier {
     return SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b;
   }
 
-  /**
-   * Whether a touched data file is rewritten rather than given deletes: smaller than
-   * {@link MergeOptions#rewriteFilesBelowBytes}, whole in one task, in the current partition spec, and
-   * format v2 (in v3, rows moved to a new file would get new row ids, breaking their lineage).
-   */
-  private boolean rewrites(Table table, FileScanTask task) {
-    DataFile file = task.file();
-    return options.rewriteFilesBelowBytes() > 0 && file.fileSizeInBytes() < options.rewriteFilesBelowBytes()
-        && task.start() == 0 && task.length() >= file.fileSizeInBytes() && file.specId() == table.spec().specId()
-        && org.apache.iceberg.TableUtil.formatVersion(table) == 2;
+  /** The partitions (of the current spec) that {@code rows} go to. */
+  private static StructLikeSet partitionsOf(Table table, List<Record> rows) {
+    PartitionKey partition = new PartitionKey(table.spec(), table.schema());
+    InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+    StructLikeSet partitions = StructLikeSet.create(table.spec().partitionType());
+    for (Record row : rows) {
+      partition.partition(wrapper.wrap(row));
+      if (!partitions.contains(partition)) {
+        partitions.add(partition.copy());
+      }
+    }
+    return partitions;
   }
 
   /** Adds typed columns for attributes never seen before (a separate, harmless commit). */

@@ -116,7 +116,7 @@ final class IndexLookup implements LiveRowLookup {
         liveRowsByFile.put(e.file(), live);
       }
     }
-    return new Found(rows, liveRowsByFile, tasks.size(), filesRead);
+    return new Found(rows, liveRowsByFile, List.copyOf(tasks.values()), filesRead);
   }
 
   @Override

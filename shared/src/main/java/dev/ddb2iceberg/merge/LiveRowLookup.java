@@ -4,6 +4,7 @@ import dev.ddb2iceberg.table.TableLayout;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
 
 /**
@@ -19,12 +20,17 @@ interface LiveRowLookup {
    * @param rows live rows by key (a key with none is absent)
    * @param liveRowsByFile live rows in each data file where that is known, by location; a file
    *     whose rows are all replaced or removed can then be dropped instead of given deletes
-   * @param filesInTable data files in the snapshot
+   * @param files every data file of the snapshot, with its deletes (the merge picks small files to fold from them)
    * @param filesRead data files (or index files) read to answer
    */
-  record Found(Map<List<Object>, List<LiveRow>> rows, Map<String, Long> liveRowsByFile, int filesInTable,
+  record Found(Map<List<Object>, List<LiveRow>> rows, Map<String, Long> liveRowsByFile, List<FileScanTask> files,
       int filesRead) {
-    static final Found NOTHING = new Found(Map.of(), Map.of(), 0, 0);
+    static final Found NOTHING = new Found(Map.of(), Map.of(), List.of(), 0);
+
+    /** Data files in the snapshot. */
+    int filesInTable() {
+      return files.size();
+    }
   }
 
   /** What a commit records for the next lookup: snapshot summary properties, and the files holding them. */

@@ -15,22 +15,26 @@ import dev.ddb2iceberg.index.IndexCache;
  * @param keyIndex find live rows through the key index (true) or by reading key columns (false)
  * @param keyIndexParts parts a new key index spreads its keys over
  * @param keyIndexCacheBytes memory a warm merger may keep index files in between runs
- * @param rewriteFilesBelowBytes a data file smaller than this that the merge would give deletes is
- *     rewritten instead (its other live rows move into the merge's new files); 0: never
+ * @param rewriteFilesBelowBytes data files smaller than this in the partitions a merge writes to are folded
+ *     into its new files (their live rows move; the old files are dropped), touched or not; 0: never
+ *     (see {@link SmallFileRewrite})
+ * @param rewriteBytesPerMerge the most bytes of existing data files one merge folds
  * @param waitForInitialLoad merge nothing until an export load has finished ({@code INITIAL_LOAD=parallel-export}):
  *     a big table's first copy then goes into an empty table, which the parallel load fills without lookups
  */
 public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads,
     boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes, long rewriteFilesBelowBytes,
-    boolean waitForInitialLoad) {
+    long rewriteBytesPerMerge, boolean waitForInitialLoad) {
+  /**
+   * Data files under this size are folded into a merge's new files (BENCHMARKS.md, "The table's
+   * shape"): a partition's new file grows merge after merge to about this size, then stays.
+   */
+  public static final long REWRITE_BELOW_BYTES = 4L << 20;
+  /** What one merge folds at most: a bounded cost (about a second of Parquet reading and writing). */
+  public static final long REWRITE_BYTES_PER_MERGE = 32L << 20;
   /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
   public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, true, 64,
-      IndexCache.defaultBudget(), 0, false);
-  /**
-   * Continuous mode's default for {@code rewriteFilesBelowBytes}: its merges write a small file per
-   * partition every few seconds, which later merges touch again (BENCHMARKS.md, "Freshness").
-   */
-  public static final long CONTINUOUS_REWRITE_BELOW_BYTES = 2L << 20;
+      IndexCache.defaultBudget(), REWRITE_BELOW_BYTES, REWRITE_BYTES_PER_MERGE, false);
 
   public static MergeOptions from(Environment env) {
     String keyIndex = env.optional("KEY_INDEX", DEFAULTS.keyIndex() ? "on" : "off");
@@ -50,30 +54,35 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
         keyIndex.equals("on"),
         env.positiveInt("KEY_INDEX_PARTS", DEFAULTS.keyIndexParts()),
         env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
-        env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES",
-            "continuous".equalsIgnoreCase(env.optional("MERGE_MODE", "scheduled")) ? CONTINUOUS_REWRITE_BELOW_BYTES : 0),
+        env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES", DEFAULTS.rewriteFilesBelowBytes()),
+        env.nonNegativeLong("REWRITE_BYTES_PER_MERGE", DEFAULTS.rewriteBytesPerMerge()),
         initialLoad.equals("parallel-export"));
   }
 
   public MergeOptions withMaxChanges(int n) {
     return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes, waitForInitialLoad);
+        keyIndexCacheBytes, rewriteFilesBelowBytes, rewriteBytesPerMerge, waitForInitialLoad);
   }
 
   public MergeOptions withKeyIndex(boolean on) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, on, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes, waitForInitialLoad);
+        keyIndexCacheBytes, rewriteFilesBelowBytes, rewriteBytesPerMerge, waitForInitialLoad);
   }
 
   /** With no cache: every run reads the index from storage, as a new container does. */
   public MergeOptions withoutKeyIndexCache() {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts, 0,
-        rewriteFilesBelowBytes, waitForInitialLoad);
+        rewriteFilesBelowBytes, rewriteBytesPerMerge, waitForInitialLoad);
   }
 
   public MergeOptions withRewriteFilesBelow(long bytes) {
     return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, bytes, waitForInitialLoad);
+        keyIndexCacheBytes, bytes, rewriteBytesPerMerge, waitForInitialLoad);
+  }
+
+  public MergeOptions withRewriteBytesPerMerge(long bytes) {
+    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
+        keyIndexCacheBytes, rewriteFilesBelowBytes, bytes, waitForInitialLoad);
   }
 
   /** How this run finds live rows. */

@@ -11,8 +11,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
+import java.util.function.Function;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
@@ -125,7 +127,10 @@ final class MergeWriter {
     return new Written(written, locations);
   }
 
-  /** Deletes for these rows; the result also names delete files they replace (v3 DVs). */
+  /**
+   * Deletes for these rows; the result also names the delete files they replace (a data file's
+   * previous file-scoped deletes or deletion vector, whose positions the new file carries).
+   */
   DeleteWriteResult writeDeletes(List<LiveRow> rows, ExecutorService pool) {
     if (rows.isEmpty()) {
       return new DeleteWriteResult(List.of());
@@ -158,12 +163,14 @@ final class MergeWriter {
     }
     List<DeleteFile> files = new ArrayList<>();
     CharSequenceSet referenced = CharSequenceSet.empty();
+    List<DeleteFile> replaced = new ArrayList<>();
     for (Future<DeleteWriteResult> w : writes) {
       DeleteWriteResult r = Futures.join(w, "writing position deletes");
       files.addAll(r.deleteFiles());
       referenced.addAll(r.referencedDataFiles());
+      replaced.addAll(r.rewrittenDeleteFiles());
     }
-    return new DeleteWriteResult(files, referenced);
+    return new DeleteWriteResult(files, referenced, replaced);
   }
 
   private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, int writerId, DeleteGranularity granularity) {
@@ -171,8 +178,10 @@ final class MergeWriter {
         .deleteFileFormat(FileFormat.PARQUET).build();
     OutputFileFactory files = OutputFileFactory.builderFor(table, 0, writerId).operationId(runId)
         .format(FileFormat.PARQUET).suffix("deletes").build();
-    FanoutPositionOnlyDeleteWriter<Record> writer = new FanoutPositionOnlyDeleteWriter<>(
-        writers, files, table.io(), TARGET_FILE_SIZE, granularity);
+    FanoutPositionOnlyDeleteWriter<Record> writer = granularity == DeleteGranularity.FILE
+        ? new FanoutPositionOnlyDeleteWriter<>(writers, files, table.io(), TARGET_FILE_SIZE, granularity,
+            previousDeletes(rows))
+        : new FanoutPositionOnlyDeleteWriter<>(writers, files, table.io(), TARGET_FILE_SIZE, granularity);
     PositionDelete<Record> delete = PositionDelete.create();
     try (writer) {
       for (LiveRow row : rows) {
@@ -183,6 +192,28 @@ final class MergeWriter {
       throw new UncheckedIOException(e);
     }
     return writer.result();
+  }
+
+  /**
+   * The positions a data file's own file-scoped delete files already delete, so its new delete
+   * file carries them and replaces those files in the same commit (they come back in the result's
+   * {@link DeleteWriteResult#rewrittenDeleteFiles}): a data file then has one delete file however
+   * many merges touched it, as Iceberg's own writers do since 1.8. Partition-scoped delete files
+   * (an older {@code write.delete.granularity=partition}) also cover other files and stay.
+   */
+  private Function<CharSequence, PositionDeleteIndex> previousDeletes(List<LiveRow> rows) {
+    Map<String, List<DeleteFile>> previous = new HashMap<>();
+    for (LiveRow row : rows) {
+      previous.computeIfAbsent(row.task().file().location(), path -> row.task().deletes().stream()
+          .filter(d -> d.content() == FileContent.POSITION_DELETES && ContentFileUtil.isFileScoped(d)
+              && path.equals(ContentFileUtil.referencedDataFileLocation(d)))
+          .toList());
+    }
+    BaseDeleteLoader loader = new BaseDeleteLoader(f -> table.io().newInputFile(f));
+    return path -> {
+      List<DeleteFile> files = previous.getOrDefault(path.toString(), List.of());
+      return files.isEmpty() ? null : loader.loadPositionDeletes(files, path);
+    };
   }
 
   /**

@@ -67,11 +67,11 @@ final class ScanLookup implements LiveRowLookup {
     }
 
     List<FileScanTask> candidates = new ArrayList<>();
-    int files = 0;
+    List<FileScanTask> files = new ArrayList<>();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().useSnapshot(snapshotId)
         .includeColumnStats(layout.keyNames()).planFiles()) {
       for (FileScanTask task : tasks) {
-        files++;
+        files.add(task);
         if (pruners.get(task.spec().specId()).mayHold(task.file())) {
           candidates.add(task);
         }

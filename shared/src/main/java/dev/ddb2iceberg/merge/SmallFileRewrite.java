@@ -3,31 +3,147 @@ package dev.ddb2iceberg.merge;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.util.ContentFileUtil;
+import org.apache.iceberg.util.StructLikeSet;
 
 /**
- * Small data files a merge rewrites instead of giving them deletes. A continuous merger writes a
- * small file per partition every few seconds, and the next merges touch those files again (recent
- * items are the likeliest to change): with deletes, each touch would add a delete file, and the
- * table's files, the merge's S3 writes and every reader's work would grow until compaction. So a
- * touched file under {@link MergeOptions#rewriteFilesBelowBytes} has its other live rows carried,
- * unchanged (sequence column included), into the merge's new files, and is dropped in the same
- * commit, with its own deletes. A partition then keeps one small growing file, not hundreds.
+ * What a merge does with each data file it touches, and which small files it folds in: the part
+ * of a merge that keeps the table's shape bounded between compactions.
+ *
+ * <p>Every merge writes one new file into each partition it writes to. Left alone, a partition
+ * would gain a small file a minute, each soon touched by later changes (recent items are the
+ * likeliest to change) and given a delete file: after an hour, thousands of files for readers to
+ * open. So a merge folds (rewrites) the partition's small files into its new file, touched or not:
+ * their live rows, unchanged (sequence column included), go into the new file, and the old files
+ * and their deletes are dropped in the same commit. A partition the merge writes to then holds
+ * one small file, which grows merge after merge until it passes {@link MergeOptions#rewriteFilesBelowBytes}
+ * and is left to compaction like any other big file.
+ *
+ * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, so
+ * its cost stays bounded: touched small files first (each fold saves a delete file), then the
+ * smallest untouched ones. Files the budget leaves are folded by a later merge, and the new file
+ * of this one is smaller than the threshold plus one merge's rows.
+ *
+ * <p>Only in format v2: in v3 a moved row would get a new row id, breaking row lineage; there a
+ * data file's deletion vector is replaced, never added to, so each file carries one.
  */
 final class SmallFileRewrite {
-  private SmallFileRewrite() {}
+  private final Table table;
+  private final MergeOptions options;
+
+  SmallFileRewrite(Table table, MergeOptions options) {
+    this.table = table;
+    this.options = options;
+  }
 
   /**
-   * The live rows of each file except those at the positions the merge deletes, as rows of the
-   * table's current schema; the files are read side by side on {@code pool}.
+   * What the merge does with its files.
+   *
+   * @param dropped data files removed in the commit (emptied, or folded)
+   * @param droppedDeletes the file-scoped deletes of those files, removed with them
+   * @param folded the dropped files whose other live rows move into the merge's new files, each
+   *     with the rows this merge deletes from it (none for an untouched file)
+   * @param positional rows that get position deletes or deletion vectors, in files that stay
+   * @param foldedBytes the folded files' size
+   * @param untouchedFolded folded files the merge had no change for
+   */
+  record Plan(List<DataFile> dropped, List<DeleteFile> droppedDeletes,
+      List<Map.Entry<FileScanTask, List<LiveRow>>> folded, List<LiveRow> positional, long foldedBytes,
+      int untouchedFolded) {}
+
+  /**
+   * Decides, for each touched file, whether it is dropped (all its live rows go), folded or given
+   * deletes, and which untouched small files of {@code writtenPartitions} (partitions of the
+   * current spec the merge writes rows to) are folded too.
+   *
+   * @param toDelete the live rows the merge deletes
+   * @param liveRowsByFile live rows of each file, where known
+   * @param files every data file of the snapshot the merge plans against
+   */
+  Plan plan(List<LiveRow> toDelete, Map<String, Long> liveRowsByFile, List<FileScanTask> files,
+      StructLikeSet writtenPartitions) {
+    Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
+    toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
+    boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
+    long budget = options.rewriteBytesPerMerge();
+
+    List<DataFile> dropped = new ArrayList<>();
+    List<DeleteFile> droppedDeletes = new ArrayList<>();
+    List<Map.Entry<FileScanTask, List<LiveRow>>> folded = new ArrayList<>();
+    List<LiveRow> positional = new ArrayList<>();
+    long foldedBytes = 0;
+    for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
+      FileScanTask task = e.getValue().get(0).task();
+      Long live = liveRowsByFile.get(e.getKey());
+      if (live != null && live == e.getValue().size()) {
+        drop(task, dropped, droppedDeletes); // every live row goes: no delete file to write, read or compact
+      } else if (folds && foldable(task) && foldedBytes + task.file().fileSizeInBytes() <= budget) {
+        drop(task, dropped, droppedDeletes);
+        folded.add(Map.entry(task, e.getValue()));
+        foldedBytes += task.file().fileSizeInBytes();
+      } else {
+        positional.addAll(e.getValue());
+      }
+    }
+
+    int untouched = 0;
+    if (folds && !writtenPartitions.isEmpty()) {
+      List<FileScanTask> candidates = new ArrayList<>();
+      for (FileScanTask task : files) {
+        if (!byFile.containsKey(task.file().location()) && foldable(task)
+            && writtenPartitions.contains(task.file().partition())) {
+          candidates.add(task);
+        }
+      }
+      candidates.sort(Comparator.comparingLong(t -> t.file().fileSizeInBytes())); // the most files per byte first
+      for (FileScanTask task : candidates) {
+        if (foldedBytes + task.file().fileSizeInBytes() > budget) {
+          break;
+        }
+        drop(task, dropped, droppedDeletes);
+        folded.add(Map.entry(task, List.of()));
+        foldedBytes += task.file().fileSizeInBytes();
+        untouched++;
+      }
+    }
+    return new Plan(dropped, droppedDeletes, folded, positional, foldedBytes, untouched);
+  }
+
+  /**
+   * Small enough to fold, whole in one task (so all its rows are read), and in the current
+   * partition spec (its rows then go to the same partition of the new file).
+   */
+  private boolean foldable(FileScanTask task) {
+    DataFile file = task.file();
+    return file.fileSizeInBytes() < options.rewriteFilesBelowBytes() && task.start() == 0
+        && task.length() >= file.fileSizeInBytes() && file.specId() == table.spec().specId();
+  }
+
+  /** Drops a data file with its own deletes (deletion vectors, file-scoped position deletes). */
+  private static void drop(FileScanTask task, List<DataFile> dropped, List<DeleteFile> droppedDeletes) {
+    dropped.add(task.file());
+    String location = task.file().location();
+    task.deletes().stream().filter(d -> location.equals(ContentFileUtil.referencedDataFileLocation(d)))
+        .forEach(droppedDeletes::add);
+  }
+
+  /**
+   * The live rows of each folded file except those at the positions the merge deletes, as rows of
+   * the table's current schema; the files are read side by side on {@code pool}.
    */
   static List<Record> liveRowsBut(Table table, List<Map.Entry<FileScanTask, List<LiveRow>>> files,
       ExecutorService pool) {
@@ -40,7 +156,7 @@ final class SmallFileRewrite {
     }
     List<Record> out = new ArrayList<>();
     for (Future<List<Record>> read : reads) {
-      out.addAll(Futures.join(read, "reading small data files to rewrite"));
+      out.addAll(Futures.join(read, "reading small data files to fold"));
     }
     return out;
   }

@@ -185,6 +185,7 @@ class KeyIndexTest {
   @ValueSource(ints = {2, 3})
   void compactionRecordsWhereItMovedRowsSoTheNextMergeNeedsNoRebuild(int formatVersion) {
     env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
+    env.put("REWRITE_FILES_BELOW_BYTES", "0"); // merges leave their small files and deletes for compaction
     configure();
     KeyedWorkload w = new KeyedWorkload(12, 200);
     for (int run = 0; run < 3; run++) {
@@ -368,6 +369,9 @@ class KeyIndexTest {
 
   @Test
   void deltasAreMergedIntoOneUntilTheyHoldTwoPercentOfThePartsAndOnlyThenFolded() {
+    // Merges that fold no small files: each delta then holds exactly the merge's one change.
+    env.put("REWRITE_FILES_BELOW_BYTES", "0");
+    configure();
     KeyedWorkload w = new KeyedWorkload(23, 4000);
     stage(w.next(4000));
     merge();

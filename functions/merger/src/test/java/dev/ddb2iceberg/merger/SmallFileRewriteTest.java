@@ -95,7 +95,7 @@ class SmallFileRewriteTest {
   @ValueSource(booleans = {true, false})
   void aSmallFileAMergeTouchesIsRewrittenWithoutADeleteFileAndItsMovedRowsAreFoundByTheNextMerge(boolean keyIndex) {
     MergeOptions rewrite = settings.options().withKeyIndex(keyIndex)
-        .withRewriteFilesBelow(MergeOptions.CONTINUOUS_REWRITE_BELOW_BYTES);
+        .withRewriteFilesBelow(MergeOptions.REWRITE_BELOW_BYTES);
     KeyedWorkload w = new KeyedWorkload(11, 1000);
     List<Change> inserts = new ArrayList<>();
     for (int i = 0; i < 200; i++) {
