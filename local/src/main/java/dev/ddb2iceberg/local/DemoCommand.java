@@ -13,9 +13,11 @@ import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.ops.ScanShape;
 import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.table.TableItems;
 import dev.ddb2iceberg.workload.ExpectedTable;
@@ -134,12 +136,15 @@ final class DemoCommand implements Callable<Integer> {
         }
         staged += count;
         JsonNode merged = JSON.readTree(LocalInvoker.invoke(merger, "{}".getBytes(), context));
+        ScanShape shape = shape(env);
         out.printf("minute %2d/%d  staged %,6d records in %3d batches  merged %,6d changes: %,d items written"
-            + " (%,d replaced a row), %,d items removed, in %,d ms%n", minute, minutes, count, batches,
-            merged.path("changesRead").asLong(), merged.path("itemsWritten").asLong(),
-            merged.path("rowsReplaced").asLong(), merged.path("itemsRemoved").asLong(), merged.path("millis").asLong());
+            + " (%,d replaced a row), %,d items removed, in %,d ms; a scan opens %d files%n", minute, minutes, count,
+            batches, merged.path("changesRead").asLong(), merged.path("itemsWritten").asLong(),
+            merged.path("rowsReplaced").asLong(), merged.path("itemsRemoved").asLong(), merged.path("millis").asLong(),
+            shape.filesOpened());
         out.flush();
       }
+      out.println("before maintenance: " + shape(env).text());
       Object maintenance = LocalInvoker.newHandler(sam.function("Maintenance").handler(),
           with(sam.function("Maintenance").environment(), env));
       JsonNode maintained = JSON.readTree(LocalInvoker.invoke(maintenance, "{}".getBytes(), context));
@@ -152,6 +157,22 @@ final class DemoCommand implements Callable<Integer> {
           maintained.path("manifestsRewritten").asInt(), maintained.path("snapshotsExpired").asInt(),
           maintained.path("orphans").size(), maintained.path("millis").asLong());
       return report(out, env, expected, staged, started);
+    }
+  }
+
+  /** What a full scan of the demo's table opens now (the table's shape), and about what it would once compacted. */
+  private static ScanShape shape(Map<String, String> envMap) throws IOException {
+    Environment env = new Environment(envMap);
+    StagingSettings staging = StagingSettings.from(env);
+    TableSettings tableSettings = TableSettings.from(env);
+    Catalog catalog = CatalogSettings.from(env, staging, S3Settings.from(env)).load();
+    try {
+      return ScanShape.of(catalog.loadTable(TableIdentifier.of(tableSettings.namespace(), tableSettings.name())),
+          MaintenanceOptions.from(env).targetFileSizeBytes());
+    } finally {
+      if (catalog instanceof Closeable c) {
+        c.close();
+      }
     }
   }
 
@@ -175,6 +196,7 @@ final class DemoCommand implements Callable<Integer> {
       out.printf("  %s data files, %s delete files (%s position deletes), %s bytes; %d snapshots%n",
           summary.get("total-data-files"), summary.get("total-delete-files"), summary.get("total-position-deletes"),
           summary.get("total-files-size"), count(table.snapshots()));
+      out.println("  " + ScanShape.of(table, MaintenanceOptions.from(env).targetFileSizeBytes()).text());
       out.printf("Source table after %,d stream records: %,d items%n", staged, wanted.size());
       out.printf("Done in %.1f s%n", (System.nanoTime() - started) / 1e9);
       if (!wanted.equals(actual)) {

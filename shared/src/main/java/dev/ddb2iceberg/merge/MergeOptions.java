@@ -27,11 +27,18 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
     long rewriteBytesPerMerge, boolean waitForInitialLoad) {
   /**
    * Data files under this size are folded into a merge's new files (BENCHMARKS.md, "The table's
-   * shape"): a partition's new file grows merge after merge to about this size, then stays.
+   * shape"): a partition's new file grows merge after merge to about this size, then stays. Bigger
+   * leaves fewer files between compactions; smaller makes merges rewrite less.
    */
   public static final long REWRITE_BELOW_BYTES = 4L << 20;
-  /** What one merge folds at most: a bounded cost (about a second of Parquet reading and writing). */
+  /** What one merge folds at most: a bounded cost (about a second of Parquet reading and writing on 2 cores). */
   public static final long REWRITE_BYTES_PER_MERGE = 32L << 20;
+  /**
+   * Continuous mode merges twelve times as often, each with a twelfth of the changes: it folds
+   * half as much a merge, so its rewriting stays a share of its time it can afford.
+   */
+  public static final long CONTINUOUS_REWRITE_BELOW_BYTES = 2L << 20;
+  public static final long CONTINUOUS_REWRITE_BYTES_PER_MERGE = 16L << 20;
   /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
   public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, true, 64,
       IndexCache.defaultBudget(), REWRITE_BELOW_BYTES, REWRITE_BYTES_PER_MERGE, false);
@@ -46,6 +53,7 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
       throw new ConfigurationException("Environment variable INITIAL_LOAD='" + initialLoad + "' is not none or"
           + " parallel-export.");
     }
+    boolean continuous = "continuous".equalsIgnoreCase(env.optional("MERGE_MODE", "scheduled"));
     return new MergeOptions(
         env.positiveInt("MAX_CHANGES_PER_RUN", DEFAULTS.maxChanges()),
         env.positiveLong("MAX_STAGED_BYTES_PER_RUN", DEFAULTS.maxStagedBytes()),
@@ -54,8 +62,10 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
         keyIndex.equals("on"),
         env.positiveInt("KEY_INDEX_PARTS", DEFAULTS.keyIndexParts()),
         env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
-        env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES", DEFAULTS.rewriteFilesBelowBytes()),
-        env.nonNegativeLong("REWRITE_BYTES_PER_MERGE", DEFAULTS.rewriteBytesPerMerge()),
+        env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES", continuous ? CONTINUOUS_REWRITE_BELOW_BYTES
+            : DEFAULTS.rewriteFilesBelowBytes()),
+        env.nonNegativeLong("REWRITE_BYTES_PER_MERGE", continuous ? CONTINUOUS_REWRITE_BYTES_PER_MERGE
+            : DEFAULTS.rewriteBytesPerMerge()),
         initialLoad.equals("parallel-export"));
   }
 

@@ -33,10 +33,12 @@ import org.apache.iceberg.util.StructLikeSet;
  * one small file, which grows merge after merge until it passes {@link MergeOptions#rewriteFilesBelowBytes}
  * and is left to compaction like any other big file.
  *
- * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, so
- * its cost stays bounded: touched small files first (each fold saves a delete file), then the
- * smallest untouched ones. Files the budget leaves are folded by a later merge, and the new file
- * of this one is smaller than the threshold plus one merge's rows.
+ * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, and
+ * moves at most {@link MergeOptions#maxChanges} rows (the moved rows are held in memory like the
+ * run's changes, and each is a key index entry), so its cost and memory stay bounded: touched
+ * small files first (each fold saves a delete file), then the smallest untouched ones. Files the
+ * budget leaves are folded by a later merge, and the new file of this one is smaller than the
+ * threshold plus one merge's rows.
  *
  * <p>Only in format v2: in v3 a moved row would get a new row id, breaking row lineage; there a
  * data file's deletion vector is replaced, never added to, so each file carries one.
@@ -79,22 +81,20 @@ final class SmallFileRewrite {
     Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
     toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
     boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
-    long budget = options.rewriteBytesPerMerge();
+    Budget budget = new Budget(options.rewriteBytesPerMerge(), options.maxChanges());
 
     List<DataFile> dropped = new ArrayList<>();
     List<DeleteFile> droppedDeletes = new ArrayList<>();
     List<Map.Entry<FileScanTask, List<LiveRow>>> folded = new ArrayList<>();
     List<LiveRow> positional = new ArrayList<>();
-    long foldedBytes = 0;
     for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
       FileScanTask task = e.getValue().get(0).task();
       Long live = liveRowsByFile.get(e.getKey());
       if (live != null && live == e.getValue().size()) {
         drop(task, dropped, droppedDeletes); // every live row goes: no delete file to write, read or compact
-      } else if (folds && foldable(task) && foldedBytes + task.file().fileSizeInBytes() <= budget) {
+      } else if (folds && foldable(task) && budget.take(task.file())) {
         drop(task, dropped, droppedDeletes);
         folded.add(Map.entry(task, e.getValue()));
-        foldedBytes += task.file().fileSizeInBytes();
       } else {
         positional.addAll(e.getValue());
       }
@@ -111,16 +111,38 @@ final class SmallFileRewrite {
       }
       candidates.sort(Comparator.comparingLong(t -> t.file().fileSizeInBytes())); // the most files per byte first
       for (FileScanTask task : candidates) {
-        if (foldedBytes + task.file().fileSizeInBytes() > budget) {
+        if (!budget.take(task.file())) {
           break;
         }
         drop(task, dropped, droppedDeletes);
         folded.add(Map.entry(task, List.of()));
-        foldedBytes += task.file().fileSizeInBytes();
         untouched++;
       }
     }
-    return new Plan(dropped, droppedDeletes, folded, positional, foldedBytes, untouched);
+    return new Plan(dropped, droppedDeletes, folded, positional, budget.bytes, untouched);
+  }
+
+  /** What one merge may fold: bytes of files, and rows (a file's record count bounds the rows it moves). */
+  private static final class Budget {
+    private final long maxBytes;
+    private final long maxRows;
+    private long bytes;
+    private long rows;
+
+    Budget(long maxBytes, long maxRows) {
+      this.maxBytes = maxBytes;
+      this.maxRows = maxRows;
+    }
+
+    /** Takes the file if it fits what is left. */
+    boolean take(DataFile file) {
+      if (bytes + file.fileSizeInBytes() > maxBytes || rows + file.recordCount() > maxRows) {
+        return false;
+      }
+      bytes += file.fileSizeInBytes();
+      rows += file.recordCount();
+      return true;
+    }
   }
 
   /**

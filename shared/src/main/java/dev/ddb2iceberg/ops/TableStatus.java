@@ -49,6 +49,7 @@ import org.apache.iceberg.io.CloseableIterable;
  * @param smallDataFiles data files below 75% of the compaction target
  * @param smallFileRatio small data files over all data files (0 when there are none)
  * @param lastCompactionAt when maintenance last rewrote files, or null
+ * @param scan what a full scan opens now, and about what it would once compacted
  * @param exportLoads DynamoDB exports loaded or being loaded, by export id
  * @param keyIndex the key index of the current snapshot, or null when the snapshot names none
  *     (the merger then rebuilds it, when KEY_INDEX is on)
@@ -73,6 +74,7 @@ public record TableStatus(
     int smallDataFiles,
     double smallFileRatio,
     String lastCompactionAt,
+    ScanShape scan,
     Map<String, ExportProgress.Load> exportLoads,
     KeyIndexStatus keyIndex,
     String parallelLoad,
@@ -109,7 +111,7 @@ public record TableStatus(
   public TableStatus withHistory(HistoryStatus h) {
     return new TableStatus(table, exists, currentSnapshotId, currentSnapshotAt, snapshots, oldestSnapshotAgeHours,
         appliedObjectsInCheckpoint, lastMergeAt, pendingObjects, pendingBytes, oldestPendingAgeSeconds, dataFiles,
-        dataBytes, records, deleteFiles, deleteBytes, smallDataFiles, smallFileRatio, lastCompactionAt, exportLoads,
+        dataBytes, records, deleteFiles, deleteBytes, smallDataFiles, smallFileRatio, lastCompactionAt, scan, exportLoads,
         keyIndex, parallelLoad, removals, h);
   }
 
@@ -160,7 +162,7 @@ public record TableStatus(
         .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
     if (table == null || table.currentSnapshot() == null) {
       return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
-          0, 0, 0, 0, 0, 0, 0, null, Map.of(), null, table == null ? null : ParallelExportLoad.progress(table),
+          0, 0, 0, 0, 0, 0, 0, null, null, Map.of(), null, table == null ? null : ParallelExportLoad.progress(table),
           table == null ? null : removals(table), null);
     }
     Snapshot current = table.currentSnapshot();
@@ -201,7 +203,7 @@ public record TableStatus(
         lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
         pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
         dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
-        ExportProgress.read(table), KeyIndexStatus.of(table, current), ParallelExportLoad.progress(table),
+        ScanShape.of(table, targetFileSizeBytes), ExportProgress.read(table), KeyIndexStatus.of(table, current), ParallelExportLoad.progress(table),
         removals(table), null);
   }
 
@@ -222,6 +224,7 @@ public record TableStatus(
           .append(" rows before deletes); ").append(smallDataFiles).append(" small (")
           .append(String.format("%.0f%%", smallFileRatio * 100)).append(")\n");
       sb.append("delete files ").append(deleteFiles).append(" (").append(deleteBytes).append(" bytes)\n");
+      sb.append("full scan    ").append(scan.text()).append('\n');
       sb.append("compacted    ").append(lastCompactionAt == null ? "never" : lastCompactionAt.toString()).append('\n');
     }
     if (currentSnapshotId != null) {
