@@ -46,6 +46,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(S3ServerExtension.class)
 class HistoryMaintenanceTest {
+  /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
+  private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Instant DAY_ONE = Instant.parse("2026-11-20T10:00:00Z");
 
@@ -74,7 +76,7 @@ class HistoryMaintenanceTest {
             day.toEpochMilli() + made.size() + batch.size(), c.ttlExpiry()));
       }
       new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-      new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS).run();
+      new Merger(catalog, settings.table(), store, UNFOLDED).run();
       made.addAll(batch);
     }
     return made;
@@ -116,7 +118,7 @@ class HistoryMaintenanceTest {
     Change dropped = new Change(late.keys(), late.operation(), late.newImage(), late.sequenceNumber(),
         DAY_ONE.toEpochMilli(), late.ttlExpiry());
     new BatchStager(store).stage(StreamEvents.batch(List.of(dropped)).getRecords());
-    new Merger(catalog, settings.table(), store, MergeOptions.DEFAULTS).run();
+    new Merger(catalog, settings.table(), store, UNFOLDED).run();
     assertEquals(expected, ChangeHistory.changes(history).stream().map(Change::sequenceNumber).toList(),
         "a change older than the days the history keeps is not appended");
   }

@@ -40,6 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
 /** The maintenance function's inputs (schedule event, Scheduler input, task list, dry run) and errors. */
 @ExtendWith(S3ServerExtension.class)
 class MaintenanceHandlerTest {
+  /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
+  private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @TempDir Path dir;
@@ -64,7 +66,7 @@ class MaintenanceHandlerTest {
     KeyedWorkload w = new KeyedWorkload(3, 100);
     for (int i = 0; i < 6; i++) {
       new BatchStager(store).stage(StreamEvents.batch(w.next(40)).getRecords());
-      new Merger(settings.catalog().load(), settings.table(), store, MergeOptions.DEFAULTS).run();
+      new Merger(settings.catalog().load(), settings.table(), store, UNFOLDED).run();
     }
   }
 
@@ -162,6 +164,11 @@ class MaintenanceHandlerTest {
     assertEquals(dataFiles, status.get("dataFiles").asInt());
     assertEquals(deleteFiles.size(), status.get("deleteFiles").asInt());
     assertTrue(deleteFiles.size() > 0, "six merges of updates leave delete files");
+    JsonNode scan = status.get("scan"); // what a full scan opens, and about what the rows take compacted
+    assertEquals(dataFiles, scan.get("dataFiles").asInt(), scan.toString());
+    assertEquals(deleteFiles.size(), scan.get("deleteFiles").asInt(), scan.toString());
+    assertEquals(scan.get("partitions").asInt(), scan.get("compactedFiles").asInt(),
+        "a small table compacts to one file per partition: " + scan);
     assertEquals(dataFiles, status.get("smallDataFiles").asInt(), "every file of a small table is small");
     assertTrue(status.get("lastCompactionAt").isNull());
     assertEquals(table.currentSnapshot().snapshotId(),
@@ -172,6 +179,12 @@ class MaintenanceHandlerTest {
     JsonNode compacted = invoke("{\"status\": true}".getBytes());
     assertTrue(compacted.get("lastCompactionAt").isTextual(), compacted.toString());
     assertEquals(0, compacted.get("deleteFiles").asInt(), compacted.toString());
+    // The planner leaves a partition with fewer than COMPACTION_MIN_INPUT_FILES small files alone,
+    // so the table may keep more files than a full compaction would leave.
+    JsonNode after = compacted.get("scan");
+    assertEquals(0, after.get("deleteFiles").asInt(), after.toString());
+    assertTrue(after.get("compactedFiles").asInt() <= after.get("dataFiles").asInt(), after.toString());
+    assertEquals(after.get("partitions").asInt(), after.get("compactedFiles").asInt(), after.toString());
   }
 
   @Test

@@ -31,6 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(S3ServerExtension.class)
 class MaintenancePackageIT {
+  /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
+  private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
   @TempDir Path dir;
 
   @Test
@@ -48,7 +50,7 @@ class MaintenancePackageIT {
     KeyedWorkload w = new KeyedWorkload(2, 100);
     for (int i = 0; i < 6; i++) {
       new BatchStager(store).stage(StreamEvents.batch(w.next(50)).getRecords());
-      new Merger(settings.catalog().load(), settings.table(), store, MergeOptions.DEFAULTS).run();
+      new Merger(settings.catalog().load(), settings.table(), store, UNFOLDED).run();
     }
     PackagedFunction.Result r = PackagedFunction.invoke(Path.of("target/maintenance-lambda.jar"),
         MaintenanceHandler.class.getName(), env, ProjectFiles.event("maintenance-schedule.json"),

@@ -40,7 +40,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A merge that touches a small data file rewrites it (its other rows move into the merge's new
- * files) instead of giving it a delete file, as continuous mode does by default. Against the real
+ * files) instead of giving it a delete file, as merges do by default. Against the real
  * parts (embedded S3 over HTTP, the SQLite catalog), with the key index and with the scan: after
  * every merge the table equals the model, so rows moved by one merge are found where they went by
  * the next.
@@ -128,7 +128,7 @@ class SmallFileRewriteTest {
     assertEquals(0, files().deleteFiles(), "no delete file ever");
     assertTrue(files().data().size() <= 2, "one small file per partition (2 buckets): " + files().data());
 
-    // With rewriting off (the scheduled mode's default), the same kind of merge leaves delete files.
+    // With folding off (REWRITE_FILES_BELOW_BYTES=0), the same kind of merge leaves delete files.
     mergeBatch(List.of(w.upsert(5, Operation.MODIFY), w.upsert(151, Operation.MODIFY)),
         rewrite.withRewriteFilesBelow(0));
     assertFalse(files().deleteFiles() == 0, "with rewriting off, updates leave delete files");
