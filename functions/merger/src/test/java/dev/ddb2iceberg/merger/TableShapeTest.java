@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.apache.iceberg.DeleteFile;
@@ -229,5 +230,48 @@ class TableShapeTest {
       assertEquals(2, files.size(), "it and one small file that takes the new rows (round " + round + "): "
           + files.keySet());
     }
+  }
+
+  @ParameterizedTest(name = "key index {0}")
+  @ValueSource(booleans = {true, false})
+  void aSmallFileAMergeTouchesIsFoldedWithoutADeleteFileAndItsMovedRowsAreFoundByTheNextMerge(boolean keyIndex) {
+    env.put("PARTITION_SPEC", "bucket(2, pk)");
+    configure();
+    MergeOptions folding = settings.options().withKeyIndex(keyIndex);
+    KeyedWorkload w = new KeyedWorkload(11, 1000);
+    List<Change> inserts = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      inserts.add(w.upsert(i, Operation.INSERT));
+    }
+    merge(inserts, folding);
+    Set<String> first = files().keySet();
+
+    // Update a few items and remove one: each touched file is folded, none gets deletes.
+    List<Change> touch = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      touch.add(w.upsert(i, Operation.MODIFY)); // ten keys: both buckets
+    }
+    touch.add(w.remove(77, false));
+    merge(touch, folding);
+    Map<String, List<DeleteFile>> second = files();
+    assertEquals(0, second.values().stream().mapToInt(List::size).sum(), "delete files after folding: " + second);
+    assertTrue(second.keySet().stream().noneMatch(first::contains),
+        "every file the merge touched was replaced: before " + first + ", after " + second.keySet());
+
+    // The next merges change rows that moved: found at their new place (no duplicate, no stale row).
+    for (int round = 0; round < 3; round++) {
+      List<Change> more = new ArrayList<>();
+      for (int i = round; i < 200; i += 7) {
+        more.add(i % 5 == 0 ? w.remove(i, false) : w.upsert(i, Operation.MODIFY));
+      }
+      more.add(w.upsert(300 + round, Operation.INSERT));
+      merge(more, folding);
+    }
+    assertEquals(0, files().values().stream().mapToInt(List::size).sum(), "no delete file ever");
+    assertTrue(files().size() <= 2, "one small file per partition (2 buckets): " + files().keySet());
+
+    // With folding off (REWRITE_FILES_BELOW_BYTES=0), the same kind of merge leaves delete files.
+    merge(List.of(w.upsert(5, Operation.MODIFY), w.upsert(151, Operation.MODIFY)), folding.withRewriteFilesBelow(0));
+    assertTrue(files().values().stream().mapToInt(List::size).sum() > 0, "with folding off, updates leave delete files");
   }
 }
