@@ -119,6 +119,7 @@ final class DemoCommand implements Callable<Integer> {
       OrderWorkload workload = new OrderWorkload(seed, items);
       ExpectedTable expected = new ExpectedTable();
       int staged = 0;
+      ScanShape shape = new ScanShape(0, 0, 0, 0, 0); // the table after the latest merge
       for (int minute = 1; minute <= minutes; minute++) {
         int count = changes / minutes + (minute <= changes % minutes ? 1 : 0);
         int batches = 0;
@@ -136,7 +137,7 @@ final class DemoCommand implements Callable<Integer> {
         }
         staged += count;
         JsonNode merged = JSON.readTree(LocalInvoker.invoke(merger, "{}".getBytes(), context));
-        ScanShape shape = shape(env);
+        shape = shape(env);
         out.printf("minute %2d/%d  staged %,6d records in %3d batches  merged %,6d changes: %,d items written"
             + " (%,d replaced a row), %,d items removed, in %,d ms; a scan opens %d files%n", minute, minutes, count,
             batches, merged.path("changesRead").asLong(), merged.path("itemsWritten").asLong(),
@@ -144,7 +145,7 @@ final class DemoCommand implements Callable<Integer> {
             shape.filesOpened());
         out.flush();
       }
-      out.println("before maintenance: " + shape(env).text());
+      out.println("before maintenance: " + shape.text());
       Object maintenance = LocalInvoker.newHandler(sam.function("Maintenance").handler(),
           with(sam.function("Maintenance").environment(), env));
       JsonNode maintained = JSON.readTree(LocalInvoker.invoke(maintenance, "{}".getBytes(), context));

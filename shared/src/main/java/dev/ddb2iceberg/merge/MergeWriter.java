@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -12,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
@@ -180,7 +182,7 @@ final class MergeWriter {
         .format(FileFormat.PARQUET).suffix("deletes").build();
     FanoutPositionOnlyDeleteWriter<Record> writer = granularity == DeleteGranularity.FILE
         ? new FanoutPositionOnlyDeleteWriter<>(writers, files, table.io(), TARGET_FILE_SIZE, granularity,
-            previousDeletes(rows))
+            previousDeletes(rows, d -> d.content() == FileContent.POSITION_DELETES))
         : new FanoutPositionOnlyDeleteWriter<>(writers, files, table.io(), TARGET_FILE_SIZE, granularity);
     PositionDelete<Record> delete = PositionDelete.create();
     try (writer) {
@@ -195,19 +197,18 @@ final class MergeWriter {
   }
 
   /**
-   * The positions a data file's own file-scoped delete files already delete, so its new delete
-   * file carries them and replaces those files in the same commit (they come back in the result's
+   * The positions each touched data file's own deletes of {@code kind} already delete (its
+   * file-scoped position deletes in v2, its deletion vector in v3), so its new delete file carries
+   * them and replaces those files in the same commit (they come back in the result's
    * {@link DeleteWriteResult#rewrittenDeleteFiles}): a data file then has one delete file however
    * many merges touched it, as Iceberg's own writers do since 1.8. Partition-scoped delete files
    * (an older {@code write.delete.granularity=partition}) also cover other files and stay.
    */
-  private Function<CharSequence, PositionDeleteIndex> previousDeletes(List<LiveRow> rows) {
+  private Function<CharSequence, PositionDeleteIndex> previousDeletes(List<LiveRow> rows, Predicate<DeleteFile> kind) {
     Map<String, List<DeleteFile>> previous = new HashMap<>();
     for (LiveRow row : rows) {
-      previous.computeIfAbsent(row.task().file().location(), path -> row.task().deletes().stream()
-          .filter(d -> d.content() == FileContent.POSITION_DELETES && ContentFileUtil.isFileScoped(d)
-              && path.equals(ContentFileUtil.referencedDataFileLocation(d)))
-          .toList());
+      previous.computeIfAbsent(row.task().file().location(),
+          path -> TaskRows.ownDeletes(row.task()).stream().filter(kind).toList());
     }
     BaseDeleteLoader loader = new BaseDeleteLoader(f -> table.io().newInputFile(f));
     return path -> {
@@ -235,18 +236,9 @@ final class MergeWriter {
    * merged with the new positions, and replaced in the same commit.
    */
   private DeleteWriteResult writeDeletionVectors(List<LiveRow> rows) {
-    Map<String, List<DeleteFile>> previous = new HashMap<>();
-    for (LiveRow row : rows) {
-      previous.computeIfAbsent(row.task().file().location(), path -> row.task().deletes().stream()
-          .filter(ContentFileUtil::isDV).toList());
-    }
-    BaseDeleteLoader loader = new BaseDeleteLoader(f -> table.io().newInputFile(f));
     OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++).operationId(runId)
         .format(FileFormat.PUFFIN).build();
-    BaseDVFileWriter writer = new BaseDVFileWriter(files, path -> {
-      List<DeleteFile> dvs = previous.getOrDefault(path.toString(), List.of());
-      return dvs.isEmpty() ? null : (PositionDeleteIndex) loader.loadPositionDeletes(dvs, path);
-    });
+    BaseDVFileWriter writer = new BaseDVFileWriter(files, previousDeletes(rows, ContentFileUtil::isDV)::apply);
     try (writer) {
       for (LiveRow row : rows) {
         DataFile file = row.task().file();

@@ -17,7 +17,6 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeSet;
 
 /**
@@ -158,9 +157,7 @@ final class SmallFileRewrite {
   /** Drops a data file with its own deletes (deletion vectors, file-scoped position deletes). */
   private static void drop(FileScanTask task, List<DataFile> dropped, List<DeleteFile> droppedDeletes) {
     dropped.add(task.file());
-    String location = task.file().location();
-    task.deletes().stream().filter(d -> location.equals(ContentFileUtil.referencedDataFileLocation(d)))
-        .forEach(droppedDeletes::add);
+    droppedDeletes.addAll(TaskRows.ownDeletes(task));
   }
 
   /**

@@ -1,18 +1,16 @@
 package dev.ddb2iceberg.ops;
 
+import dev.ddb2iceberg.table.TaskRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeWrapper;
 
 /**
@@ -35,46 +33,48 @@ public record ScanShape(int dataFiles, int deleteFiles, int partitions, long liv
     return dataFiles + deleteFiles;
   }
 
+  /** The shape of the table's current snapshot (one planning of its files). */
   public static ScanShape of(Table table, long targetFileSizeBytes) {
-    if (table.currentSnapshot() == null) {
-      return new ScanShape(0, 0, 0, 0, 0);
-    }
-    int dataFiles = 0;
-    Set<String> deleteFiles = new HashSet<>();
-    Map<StructLikeWrapper, double[]> liveBytesByPartition = new HashMap<>();
-    long liveRows = 0;
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-      for (FileScanTask task : tasks) {
-        dataFiles++;
-        long records = task.file().recordCount();
-        long deleted = deletedRows(task.file().location(), task.deletes());
-        long live = Math.max(0, records - deleted);
-        liveRows += live;
-        task.deletes().forEach(d -> deleteFiles.add(d.location()));
-        StructLikeWrapper partition = StructLikeWrapper.forType(task.spec().partitionType())
-            .set(task.file().partition());
-        double liveBytes = records == 0 ? 0 : task.file().fileSizeInBytes() * (double) live / records;
-        liveBytesByPartition.computeIfAbsent(partition, p -> new double[1])[0] += liveBytes;
+    Counter counter = new Counter();
+    if (table.currentSnapshot() != null) {
+      try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+        tasks.forEach(counter::add);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
-    int compacted = 0;
-    for (double[] bytes : liveBytesByPartition.values()) {
-      compacted += bytes[0] <= 0 ? 0 : (int) Math.max(1, Math.ceil(bytes[0] / targetFileSizeBytes));
-    }
-    return new ScanShape(dataFiles, deleteFiles.size(), liveBytesByPartition.size(), liveRows, compacted);
+    return counter.shape(targetFileSizeBytes);
   }
 
-  /** Rows of a data file its own deletes (file-scoped position deletes, a deletion vector) remove. */
-  private static long deletedRows(String location, List<DeleteFile> deletes) {
-    long deleted = 0;
-    for (DeleteFile d : deletes) {
-      if (d.content() == FileContent.POSITION_DELETES && location.equals(ContentFileUtil.referencedDataFileLocation(d))) {
+  /** Counts the planned files of a snapshot, for a caller that plans them anyway (the status). */
+  public static final class Counter {
+    private int dataFiles;
+    private final Set<String> deleteFiles = new HashSet<>();
+    private final Map<StructLikeWrapper, double[]> liveBytesByPartition = new HashMap<>();
+    private long liveRows;
+
+    public void add(FileScanTask task) {
+      dataFiles++;
+      long records = task.file().recordCount();
+      long deleted = 0; // by its own deletes (file-scoped position deletes, a deletion vector)
+      for (DeleteFile d : TaskRows.ownDeletes(task)) {
         deleted += d.recordCount();
       }
+      long live = Math.max(0, records - deleted);
+      liveRows += live;
+      task.deletes().forEach(d -> deleteFiles.add(d.location()));
+      StructLikeWrapper partition = StructLikeWrapper.forType(task.spec().partitionType()).set(task.file().partition());
+      double liveBytes = records == 0 ? 0 : task.file().fileSizeInBytes() * (double) live / records;
+      liveBytesByPartition.computeIfAbsent(partition, p -> new double[1])[0] += liveBytes;
     }
-    return deleted;
+
+    public ScanShape shape(long targetFileSizeBytes) {
+      int compacted = 0;
+      for (double[] bytes : liveBytesByPartition.values()) {
+        compacted += bytes[0] <= 0 ? 0 : (int) Math.max(1, Math.ceil(bytes[0] / targetFileSizeBytes));
+      }
+      return new ScanShape(dataFiles, deleteFiles.size(), liveBytesByPartition.size(), liveRows, compacted);
+    }
   }
 
   /** One line for a person: what a full scan opens now, and what a compacted table would. */

@@ -183,8 +183,10 @@ public record TableStatus(
     long dataBytes = 0;
     long records = 0;
     java.util.Map<String, DeleteFile> deletes = new java.util.HashMap<>();
+    ScanShape.Counter shape = new ScanShape.Counter();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
       for (FileScanTask task : tasks) {
+        shape.add(task);
         dataFiles++;
         dataBytes += task.file().fileSizeInBytes();
         records += task.file().recordCount();
@@ -203,7 +205,8 @@ public record TableStatus(
         lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
         pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
         dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
-        ScanShape.of(table, targetFileSizeBytes), ExportProgress.read(table), KeyIndexStatus.of(table, current), ParallelExportLoad.progress(table),
+        shape.shape(targetFileSizeBytes), ExportProgress.read(table), KeyIndexStatus.of(table, current),
+        ParallelExportLoad.progress(table),
         removals(table), null);
   }
 

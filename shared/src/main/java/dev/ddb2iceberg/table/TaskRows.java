@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
@@ -14,6 +15,7 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.formats.FormatModelRegistry;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.ContentFileUtil;
 
 /** The live rows of one data file: read with a projection, the file's deletes applied. */
 public final class TaskRows {
@@ -30,6 +32,16 @@ public final class TaskRows {
         .project(deletes.requiredSchema())
         .split(task.start(), task.length())
         .build());
+  }
+
+  /**
+   * The deletes that belong to this data file alone: its deletion vector or file-scoped position
+   * deletes (not partition-scoped ones, which also cover other files). They go with the file when
+   * it is dropped, and a new delete file of the file replaces them.
+   */
+  public static List<DeleteFile> ownDeletes(FileScanTask task) {
+    String location = task.file().location();
+    return task.deletes().stream().filter(d -> location.equals(ContentFileUtil.referencedDataFileLocation(d))).toList();
   }
 
   /** What {@link #withPositions} hands over: a live row, as a row of the table's schema, and its position. */
