@@ -1,14 +1,16 @@
 package dev.ddb2iceberg.benchmarks;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.observe.LogSettings;
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
@@ -16,7 +18,6 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagedObjectName;
 import dev.ddb2iceberg.staging.StagingStore;
@@ -180,7 +181,7 @@ public final class Freshness {
       t.snapshots().forEach(snapshots::add);
       snapshots.sort((a, b) -> Long.compare(a.sequenceNumber(), b.sequenceNumber()));
       for (Snapshot s : snapshots) {
-        String applied = s.summary().get(Checkpoint.APPLIED);
+        String applied = s.summary().get(PipelineProperties.APPLIED);
         if (applied != null) {
           for (String token : Checkpoint.decode(applied)) {
             visibleAt.putIfAbsent(token, s.timestampMillis());
@@ -201,7 +202,7 @@ public final class Freshness {
           stagedLags.add(b.stagedAt - created);
         }
       }
-      long commits = snapshots.stream().filter(s -> s.summary().containsKey(Checkpoint.APPLIED)).count();
+      long commits = snapshots.stream().filter(s -> s.summary().containsKey(PipelineProperties.APPLIED)).count();
       long[] l = lags.stream().mapToLong(Long::longValue).sorted().toArray();
       long[] st = stagedLags.stream().mapToLong(Long::longValue).sorted().toArray();
       long[] sm = stageMillis.stream().mapToLong(Long::longValue).sorted().toArray();

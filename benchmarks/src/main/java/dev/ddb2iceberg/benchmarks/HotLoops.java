@@ -1,8 +1,8 @@
 package dev.ddb2iceberg.benchmarks;
 
+import dev.ddb2iceberg.table.TableSettings;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.stream.StreamRecordDecoder;

@@ -1,10 +1,10 @@
 package dev.ddb2iceberg.benchmarks;
 
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.merge.MergeOptions;
@@ -174,7 +174,7 @@ public final class MergeThroughput {
       System.out.printf("priming merge of %,d changes: %.2f s (%s)%n", PRIME, primeSeconds, primed);
       table.refresh();
       if (keyIndex) {
-        var status = dev.ddb2iceberg.ops.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
+        var status = dev.ddb2iceberg.status.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
             java.time.Clock.systemUTC()).keyIndex();
         Results.report(String.format("key index build from a %,d-row table (first merge with KEY_INDEX=on)", rows),
             "-", String.format("%.1f s; %,d bytes in S3 (%.1f bytes per row)", primeSeconds, status.bytes(),
@@ -238,7 +238,7 @@ public final class MergeThroughput {
       MergeResult cold = new Merger(catalog, tableSettings, store, options.withoutKeyIndexCache()).run();
       double coldSeconds = (System.nanoTime() - c0) / 1e9;
       table.refresh();
-      var index = dev.ddb2iceberg.ops.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
+      var index = dev.ddb2iceberg.status.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
           java.time.Clock.systemUTC()).keyIndex();
       System.out.printf("cold merge of %,d changes: %.2f s (%s)%n", PRIME, coldSeconds, cold);
       Results.report(String.format("merger, cold container: %,d mixed changes into %,d rows, key index read from S3%s",

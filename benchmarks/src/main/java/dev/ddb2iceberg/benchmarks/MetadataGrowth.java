@@ -1,24 +1,24 @@
 package dev.ddb2iceberg.benchmarks;
 
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.observe.LogSettings;
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.workload.StreamEvents;

@@ -1,19 +1,19 @@
 package dev.ddb2iceberg.benchmarks;
 
+import dev.ddb2iceberg.load.ExportLoader;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
+import dev.ddb2iceberg.observe.LogSettings;
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.export.ExportLocation;
-import dev.ddb2iceberg.merge.ExportLoader;
 import dev.ddb2iceberg.merge.MergeOptions;
-import dev.ddb2iceberg.merge.ParallelExportLoad;
 import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.util.Futures;
 import java.nio.file.Files;

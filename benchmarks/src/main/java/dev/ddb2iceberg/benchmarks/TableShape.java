@@ -1,10 +1,11 @@
 package dev.ddb2iceberg.benchmarks;
 
+import dev.ddb2iceberg.status.ScanShape;
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.maintenance.Maintenance;
@@ -14,7 +15,6 @@ import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.ops.ScanShape;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableCreator;

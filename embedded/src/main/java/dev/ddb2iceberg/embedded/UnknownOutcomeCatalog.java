@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.embedded;
 
-import dev.ddb2iceberg.merge.Checkpoint;
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
 import java.util.List;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.HasTableOperations;
@@ -72,7 +73,7 @@ public final class UnknownOutcomeCatalog implements Catalog {
     @Override
     public void commit(TableMetadata base, TableMetadata metadata) {
       Snapshot snapshot = metadata.currentSnapshot();
-      boolean mergeCommit = snapshot != null && snapshot.summary().containsKey(Checkpoint.RUN_ID)
+      boolean mergeCommit = snapshot != null && snapshot.summary().containsKey(PipelineProperties.RUN_ID)
           && (base.currentSnapshot() == null || base.currentSnapshot().snapshotId() != snapshot.snapshotId());
       if (mergeCommit && failuresLeft > 0) {
         failuresLeft--;

@@ -1,5 +1,11 @@
 package dev.ddb2iceberg.faults;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.ExportProgress;
+import dev.ddb2iceberg.history.ChangeHistory;
+import dev.ddb2iceberg.load.ExportLoadResult;
+import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
@@ -12,12 +18,7 @@ import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.config.RemovalPolicy;
-import dev.ddb2iceberg.merge.ChangeHistory;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.ContinuousMerge;
-import dev.ddb2iceberg.merge.ExportLoadResult;
-import dev.ddb2iceberg.merge.ExportLoader;
-import dev.ddb2iceberg.merge.ExportProgress;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -620,7 +621,7 @@ final class PipelineHarness {
   private void recordApplied() {
     if (withHistory && catalog.tableExists(historyId)) {
       for (Snapshot s : catalog.loadTable(historyId).snapshots()) {
-        String tokens = s.summary().get(Checkpoint.APPLIED);
+        String tokens = s.summary().get(PipelineProperties.APPLIED);
         if (tokens != null) {
           inHistory.addAll(Checkpoint.decode(tokens));
         }
@@ -631,7 +632,7 @@ final class PipelineHarness {
     }
     Table table = catalog.loadTable(id);
     for (Snapshot s : table.snapshots()) {
-      String tokens = s.summary().get(Checkpoint.APPLIED);
+      String tokens = s.summary().get(PipelineProperties.APPLIED);
       if (tokens != null) {
         applied.addAll(Checkpoint.decode(tokens));
       }

@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.interop;
 
+import dev.ddb2iceberg.load.ExportLoadResult;
+import dev.ddb2iceberg.load.ExportLoader;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
+import dev.ddb2iceberg.observe.LogSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,13 +14,9 @@ import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
-import dev.ddb2iceberg.merge.ExportLoadResult;
-import dev.ddb2iceberg.merge.ExportLoader;
-import dev.ddb2iceberg.merge.ParallelExportLoad;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.workload.ExpectedTable;
 import dev.ddb2iceberg.workload.KeyedWorkload;

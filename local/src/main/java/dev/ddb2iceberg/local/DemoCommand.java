@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.local;
 
+import dev.ddb2iceberg.observe.LogSettings;
+import dev.ddb2iceberg.status.ScanShape;
+import dev.ddb2iceberg.table.TableSettings;
 import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
@@ -9,7 +12,6 @@ import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.embedded.LocalStack;
@@ -17,8 +19,6 @@ import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.ops.ScanShape;
-import dev.ddb2iceberg.ops.logging.LogSettings;
 import dev.ddb2iceberg.table.TableItems;
 import dev.ddb2iceberg.workload.ExpectedTable;
 import dev.ddb2iceberg.workload.OrderWorkload;

@@ -1,10 +1,10 @@
 package dev.ddb2iceberg.local;
 
+import dev.ddb2iceberg.load.InProcessExportLoad;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.embedded.LocalContext;
-import dev.ddb2iceberg.merge.InProcessExportLoad;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Map;

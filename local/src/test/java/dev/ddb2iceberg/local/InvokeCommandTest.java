@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.local;
 
+import dev.ddb2iceberg.observe.LogSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,7 +16,6 @@ import com.fasterxml.jackson.databind.MappingIterator;
 import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.local.AsMain.Run;
 import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.ops.logging.LogSettings;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -190,7 +190,7 @@ class InvokeCommandTest {
     org.apache.iceberg.catalog.Catalog catalog = dev.ddb2iceberg.merger.MergerSettings
         .from(new dev.ddb2iceberg.config.Environment(env)).catalog().load();
     var history = catalog.loadTable(org.apache.iceberg.catalog.TableIdentifier.of("ddb2iceberg", "orders_history"));
-    var rows = dev.ddb2iceberg.merge.ChangeHistory.changes(history);
+    var rows = dev.ddb2iceberg.history.ChangeHistory.changes(history);
     // The TTL sample is the batch's last record delivered again: six read, five changes, each once.
     assertEquals(6, changes, merged.out());
     assertEquals(5, rows.size(), "each change the stream delivered, once: " + rows);

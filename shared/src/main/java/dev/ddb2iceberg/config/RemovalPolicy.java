@@ -17,9 +17,6 @@ public record RemovalPolicy(TtlExpiries ttlExpiries, Deletes deletes) {
   public static final String EXPIRED_AT = "_ddb_expired_at";
   /** Column holding when a user deleted the item (DELETES=soft); null while the item lives. */
   public static final String DELETED_AT = "_ddb_deleted_at";
-  /** Table properties recording the policy the last merge applied, so a change is noticed and logged. */
-  public static final String TTL_PROPERTY = "ddb2iceberg.ttl-expiries";
-  public static final String DELETES_PROPERTY = "ddb2iceberg.deletes";
 
   public static final RemovalPolicy DEFAULT = new RemovalPolicy(TtlExpiries.DELETE, Deletes.HARD);
 

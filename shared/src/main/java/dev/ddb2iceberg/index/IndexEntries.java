@@ -110,7 +110,7 @@ public final class IndexEntries {
   }
 
   /**
-   * These entries with {@code newer} laid over them: a key in both takes newer's entry. Tombstones
+   * These entries with {@code newer} laid over them: a key in both takes newer's entry. RemovalsFile
    * are dropped when {@code keepTombstones} is false (a base part has nothing under it). Both are
    * sorted, so this is one merging pass, with no object per entry: a fold of a part of millions of
    * entries costs the new arrays and nothing more.

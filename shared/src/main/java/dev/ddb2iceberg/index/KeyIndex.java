@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.index;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -21,7 +22,7 @@ import org.apache.iceberg.io.FileIO;
  * parts by a hash of the key; each part has a base file of sorted entries, and each commit adds
  * one small delta file with its own entries (new rows, and tombstones for removed items) instead
  * of rewriting the parts it touches. A manifest lists the files; the snapshot summary property
- * {@link #PROPERTY} names the manifest, written in the same commit as the rows it describes. When
+ * {@link PipelineProperties#KEY_INDEX} names the manifest, written in the same commit as the rows it describes. When
  * deltas pile up past {@link #MAX_DELTAS}, the commit merges them into one, and once they hold
  * {@link #FOLD_SHARE} of the parts' entries, folds them into the parts they touch.
  *
@@ -30,14 +31,6 @@ import org.apache.iceberg.io.FileIO;
  * merge rebuild it from the table.
  */
 public final class KeyIndex {
-  /** Snapshot summary property: the manifest of the key index that describes this snapshot. */
-  public static final String PROPERTY = "ddb2iceberg.key-index";
-  /**
-   * Snapshot summary property of a maintenance commit: the delta file with the new locations of the
-   * rows it moved (compaction), or {@link #NO_MOVES} (it moved none). The index of such a snapshot
-   * is its parent's plus that delta. A snapshot with neither property was made by another writer.
-   */
-  public static final String MOVES = "ddb2iceberg.key-index-moves";
   public static final String NO_MOVES = "none";
   /** Deltas kept before a commit folds them into the parts. */
   public static final int MAX_DELTAS = 16;
@@ -56,7 +49,7 @@ public final class KeyIndex {
 
   /** The manifest location the snapshot's own summary names, or null. */
   public static String manifestOf(Snapshot snapshot) {
-    return snapshot == null ? null : snapshot.summary().get(PROPERTY);
+    return snapshot == null ? null : snapshot.summary().get(PipelineProperties.KEY_INDEX);
   }
 
   /**
@@ -83,7 +76,7 @@ public final class KeyIndex {
         java.util.Collections.reverse(steps);
         return new Resolved(manifest, steps, null);
       }
-      String moved = s.summary().get(MOVES);
+      String moved = s.summary().get(PipelineProperties.KEY_INDEX_MOVES);
       if (moved == null && org.apache.iceberg.DataOperations.REPLACE.equals(s.operation())) {
         // Another writer's rewrite: it moved rows (and may have applied deletes) but changed no item.
         steps.add(new Step(null, s.snapshotId()));
@@ -106,7 +99,7 @@ public final class KeyIndex {
       return List.of();
     }
     String manifest = manifestOf(snapshot);
-    String moves = snapshot.summary().get(MOVES);
+    String moves = snapshot.summary().get(PipelineProperties.KEY_INDEX_MOVES);
     if (moves != null && !NO_MOVES.equals(moves)) {
       return List.of(moves);
     }
@@ -149,7 +142,7 @@ public final class KeyIndex {
 
   /**
    * Writes a moves delta (a compaction's new row locations) to go in a maintenance commit's
-   * summary as {@link #MOVES}; returns its location.
+   * summary as {@link PipelineProperties#KEY_INDEX_MOVES}; returns its location.
    */
   public static String writeMoves(Table table, IndexEntries moves, IndexCache cache) {
     String path = directory(table) + UUID.randomUUID() + "-moves.bin";
@@ -327,7 +320,7 @@ public final class KeyIndex {
   /**
    * Writes the manifest of an index made of these parts' base files (null for an empty part) and
    * no deltas, built outside a merge (the parallel export load); returns the manifest's location,
-   * for a commit's summary as {@link #PROPERTY}.
+   * for a commit's summary as {@link PipelineProperties#KEY_INDEX}.
    */
   public static String writeManifest(Table table, List<String> base, long entries, long bytes) {
     String path = directory(table) + UUID.randomUUID() + "-manifest.json";

@@ -1,11 +1,12 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.merge.ChangeHistory;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
@@ -141,7 +142,7 @@ final class Compactor {
       // The rewritten files' rows are all in the moves delta, and no concurrent commit can have
       // deleted any of them (the commit would fail), so the parent's index plus these moves
       // describes the compacted snapshot, whichever snapshot the commit lands on.
-      summary.put(KeyIndex.MOVES, KeyIndex.writeMoves(table, moves.build(), new IndexCache(0)));
+      summary.put(PipelineProperties.KEY_INDEX_MOVES, KeyIndex.writeMoves(table, moves.build(), new IndexCache(0)));
     }
     beforeCommit.accept(table);
     new RewriteDataFilesCommitManager(table, start.snapshotId(), true, summary)
@@ -246,7 +247,7 @@ final class Compactor {
     }
     RemoveDanglingDeleteFilesAction remove = new RemoveDanglingDeleteFilesAction(table);
     Checkpoint.carried(table).forEach(remove::set);
-    remove.set(KeyIndex.MOVES, KeyIndex.NO_MOVES); // no row moves: the key index still holds
+    remove.set(PipelineProperties.KEY_INDEX_MOVES, KeyIndex.NO_MOVES); // no row moves: the key index still holds
     int removed = 0;
     for (Object ignored : remove.execute().removedDeleteFiles()) {
       removed++;

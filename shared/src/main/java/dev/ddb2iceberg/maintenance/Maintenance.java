@@ -1,8 +1,10 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.commit.CommitProtocol;
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.merge.ChangeHistory;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.table.TableLayout;
 import java.time.Clock;
 import java.time.Duration;
@@ -66,6 +68,12 @@ public final class Maintenance {
     return this;
   }
 
+  /** Notes a task's lost race among the run's conflicts; returns what the task did ({@code none}). */
+  private static <T> T raced(List<String> conflicts, String task, RuntimeException lost, T none) {
+    conflicts.add(task + ": " + lost.getMessage());
+    return none;
+  }
+
   public MaintenanceResult run(Set<MaintenanceTask> requested, boolean dryRun) {
     long start = System.nanoTime();
     Set<MaintenanceTask> tasks = requested;
@@ -81,36 +89,27 @@ public final class Maintenance {
     int expired = 0;
     List<String> orphans = List.of();
     table.refresh();
+    // A task that loses a race with another commit gives up for this run; the next run does it.
     if (tasks.contains(MaintenanceTask.COMPACT)) {
-      try {
-        compaction = new Compactor(table, options, beforeCompactionCommit).run(dryRun);
-      } catch (ValidationException | CommitFailedException lost) {
-        conflicts.add("compact: " + lost.getMessage());
-        LOG.info("Compaction lost a race with another commit and gives up for this run: {}", lost.getMessage());
-      }
+      compaction = CommitProtocol.unlessRaced("Compaction",
+          () -> new Compactor(table, options, beforeCompactionCommit).run(dryRun),
+          lost -> raced(conflicts, "compact", lost, MaintenanceResult.Compaction.NONE));
     }
     // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the
     // pipeline knows how many days of changes its history keeps.
     if (requested.contains(MaintenanceTask.EXPIRE)) {
-      try {
+      CommitProtocol.unlessRaced("History retention", () -> {
         dropExpiredHistory(dryRun);
-      } catch (ValidationException | CommitFailedException lost) {
-        conflicts.add("history retention: " + lost.getMessage());
-      }
+        return null;
+      }, lost -> raced(conflicts, "history retention", lost, null));
     }
     if (tasks.contains(MaintenanceTask.MANIFESTS)) {
-      try {
-        manifests = rewriteManifests(dryRun);
-      } catch (ValidationException | CommitFailedException lost) {
-        conflicts.add("manifests: " + lost.getMessage());
-      }
+      manifests = CommitProtocol.unlessRaced("Manifest rewrite", () -> rewriteManifests(dryRun),
+          lost -> raced(conflicts, "manifests", lost, 0));
     }
     if (tasks.contains(MaintenanceTask.EXPIRE)) {
-      try {
-        expired = expireSnapshots(dryRun);
-      } catch (ValidationException | CommitFailedException lost) {
-        conflicts.add("expire: " + lost.getMessage());
-      }
+      expired = CommitProtocol.unlessRaced("Snapshot expiry", () -> expireSnapshots(dryRun),
+          lost -> raced(conflicts, "expire", lost, 0));
     }
     if (tasks.contains(MaintenanceTask.ORPHANS)) {
       table.refresh();
@@ -160,7 +159,7 @@ public final class Maintenance {
         .rewriteIf(m -> m.length() < small)
         .clusterBy(file -> Integer.toString(file.specId()));
     Checkpoint.carried(table).forEach(rewrite::set);
-    rewrite.set(KeyIndex.MOVES, KeyIndex.NO_MOVES); // rows stay where they are: the key index still holds
+    rewrite.set(PipelineProperties.KEY_INDEX_MOVES, KeyIndex.NO_MOVES); // rows stay where they are: the key index still holds
     rewrite.commit();
     LOG.info("Rewrote {} small manifests", smallOnes.size());
     return smallOnes.size();
@@ -192,7 +191,7 @@ public final class Maintenance {
     }
     // First the mark, then the drop: a merge that reads the mark appends nothing older (it would
     // be dropped, and a copy of a dropped change could no longer be told apart from a new one).
-    table.updateProperties().set(ChangeHistory.KEPT_FROM, Long.toString(cutoff.toEpochMilli())).commit();
+    table.updateProperties().set(PipelineProperties.HISTORY_KEPT_FROM, Long.toString(cutoff.toEpochMilli())).commit();
     var delete = table.newDelete().deleteFromRowFilter(older);
     Checkpoint.carried(table).forEach(delete::set);
     delete.commit();

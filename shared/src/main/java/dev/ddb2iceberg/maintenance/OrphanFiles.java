@@ -1,7 +1,8 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.removals.RemovalsFile;
+import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.table.DerivedFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -90,7 +91,7 @@ final class OrphanFiles {
     ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
     ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
     // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
-    Checkpoint.removalFiles(table).forEach(p -> files.add(normalize(p)));
+    RemovalsFile.namedByAnySnapshot(table).forEach(p -> files.add(normalize(p)));
     String versionHint = ReachableFileUtil.versionHintLocation(table);
     if (versionHint != null) {
       files.add(normalize(versionHint));

@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.lookup.IndexLookup;
+import dev.ddb2iceberg.lookup.LiveRowLookup;
+import dev.ddb2iceberg.lookup.ScanLookup;
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.index.IndexCache;
@@ -96,7 +99,7 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
   }
 
   /** How this run finds live rows. */
-  LiveRowLookup lookup(java.util.concurrent.ExecutorService pool) {
+  public LiveRowLookup lookup(java.util.concurrent.ExecutorService pool) {
     if (!keyIndex) {
       return new ScanLookup(pool);
     }

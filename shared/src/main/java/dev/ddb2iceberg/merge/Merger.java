@@ -1,9 +1,17 @@
 package dev.ddb2iceberg.merge;
 
-import dev.ddb2iceberg.config.TableSettings;
+import dev.ddb2iceberg.commit.CommitProtocol;
+import dev.ddb2iceberg.commit.LoadMark;
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.ExportProgress;
+import dev.ddb2iceberg.history.ChangeHistory;
+import dev.ddb2iceberg.lookup.LiveRowLookup;
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.SchemaEvolution;
 import dev.ddb2iceberg.table.TableCreator;
 import java.time.Duration;
 import java.time.Instant;
@@ -49,7 +57,7 @@ public final class Merger {
    * How long a removal is remembered: longer than DynamoDB Streams keeps a record (24 h), so no
    * redelivered older change of a removed item can arrive after it is forgotten.
    */
-  static final Duration REMOVALS_KEPT = Duration.ofHours(48);
+  public static final Duration REMOVALS_KEPT = Duration.ofHours(48);
   /** Removals kept from this long before an unfinished export load's point in time. */
   static final Duration EXPORT_REMOVALS_MARGIN = Duration.ofHours(1);
 
@@ -138,35 +146,23 @@ public final class Merger {
       return result(start, slice, Attempt.NONE, 0, alreadyApplied.size(), pending);
     }
 
-    // 3-4. Plan, write and commit; re-plan when a race is lost.
-    Attempt outcome = null;
-    int attempts = 0;
-    while (outcome == null) {
-      attempts++;
-      if (table == null) {
-        table = TableCreator.loadOrCreate(catalog, id, tableSettings, slice.allChanges());
-      } else if (attempts > 1) {
-        table.refresh(); // re-plan against what the winning commit left
-      }
-      if (history != null && attempts == 1) {
-        // The history gets the slice first: no staged object is deleted before it holds its
-        // changes, and it holds each change once however often this runs (see ChangeHistory).
-        table = ChangeApplier.evolveSchema(table, slice.allChanges(), tableSettings);
-        history.append(table, slice.objects.stream().map(o -> Checkpoint.token(o.name())).toList(),
-            slice.allChanges(), runId, pool);
-      }
-      try {
-        outcome = attempt(table, slice, stillStaged, runId + "-" + attempts, removalsCutoff(pending, table), pool);
-      } catch (ValidationException | CommitFailedException lost) {
-        if (attempts >= options.maxCommitAttempts()) {
-          throw new IllegalStateException("Gave up after " + attempts + " commit attempts, each racing another commit"
-              + " (a concurrent merger or maintenance run). The staged changes are kept and will be merged by a"
-              + " later run. Last conflict: " + lost.getMessage(), lost);
-        }
-        LOG.info("Commit attempt {} lost a race ({}); re-planning from the new table state", attempts, lost.getMessage());
-        backoff(attempts);
-      }
+    // 3-4. Plan, write and commit; plan again when a race is lost.
+    if (table == null) {
+      table = TableCreator.loadOrCreate(catalog, id, tableSettings, slice.allChanges());
     }
+    if (history != null) {
+      // The history gets the slice first: no staged object is deleted before it holds its
+      // changes, and it holds each change once however often this runs (see ChangeHistory).
+      table = SchemaEvolution.evolve(table, slice.allChanges(), tableSettings);
+      history.append(table, slice.objects.stream().map(o -> Checkpoint.token(o.name())).toList(),
+          slice.allChanges(), runId, pool);
+    }
+    Table planned = table;
+    CommitProtocol.Outcome<Attempt> committed = new CommitProtocol("merging into " + id, options.maxCommitAttempts(),
+        "The staged changes are kept and will be merged by a later run.")
+        .run(table, n -> attempt(planned, slice, stillStaged, runId + "-" + n, removalsCutoff(pending, planned), pool));
+    Attempt outcome = committed.value();
+    int attempts = committed.attempts();
 
     // 5. Delete what the commit applied; survivors stay named in the checkpoint.
     Set<String> notDeleted = store.delete(slice.objects.stream().map(StagedObject::name).toList());
@@ -184,7 +180,7 @@ public final class Merger {
    * staging meanwhile; nothing is lost, the changes wait.
    */
   private String heldBecause(Table table) {
-    ParallelExportLoad.Mark mark = table == null ? null : ParallelExportLoad.markOf(table);
+    LoadMark mark = table == null ? null : LoadMark.read(table);
     if (mark != null) {
       return "parallel load " + mark.loadId() + " of export " + mark.exportId() + " is in progress since "
           + mark.started() + "; merges resume once it commits (staged changes wait, nothing is lost)";
@@ -225,7 +221,7 @@ public final class Merger {
    * then wait, staged, while the merger is down; so the window runs from the oldest staged object
    * still waiting, not only from now.
    */
-  static long removalsCutoff(List<StagedObject> pending, Table table) {
+  public static long removalsCutoff(List<StagedObject> pending, Table table) {
     long now = System.currentTimeMillis();
     long oldestWaiting = pending.stream().mapToLong(o -> o.lastModified().toEpochMilli()).min().orElse(now);
     long cutoff = Math.min(now, oldestWaiting) - REMOVALS_KEPT.toMillis();
@@ -262,23 +258,12 @@ public final class Merger {
     Set<String> checkpointOut = new LinkedHashSet<>(tokens);
     checkpointOut.addAll(stillStaged);
     Map<String, String> properties = Checkpoint.carried(table);
-    properties.put(Checkpoint.APPLIED, Checkpoint.encode(checkpointOut));
-    properties.put(Checkpoint.STREAM_SINCE,
-        Long.toString(Checkpoint.streamSince(properties.get(Checkpoint.STREAM_SINCE), changes)));
+    properties.put(PipelineProperties.APPLIED, Checkpoint.encode(checkpointOut));
+    properties.put(PipelineProperties.STREAM_SINCE,
+        Long.toString(Checkpoint.streamSince(properties.get(PipelineProperties.STREAM_SINCE), changes)));
     ChangeApplier.Applied a = applier.apply(table, changes, properties, runId, removalsCutoff, pool);
     return new Attempt(a.snapshotId(), a.applied(), a.stale(), a.itemsWritten(), a.rowsReplaced(), a.itemsRemoved(),
         a.quarantined(), appliedByOthers, a.filesRead(), a.filesInTable());
-  }
-
-  /** A jittered pause before re-planning a lost commit, so racing writers do not retry in step. */
-  static void backoff(int attempt) {
-    long millis = Math.min(5_000, 100L << Math.min(attempt, 6));
-    try {
-      Thread.sleep(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted", e);
-    }
   }
 
   /** The run's summary. */

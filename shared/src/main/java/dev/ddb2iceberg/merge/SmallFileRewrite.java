@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import java.util.ArrayList;

@@ -1,8 +1,8 @@
 package dev.ddb2iceberg.table;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.RemovalPolicy;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import java.util.ArrayList;
@@ -56,8 +56,8 @@ public final class TableCreator {
     String wanted = settings.derivedFilesLocation();
     UpdateProperties update = table.updateProperties();
     boolean changed = false;
-    if (wanted != null && !wanted.equals(table.properties().get(DerivedFiles.PROPERTY))) {
-      update.set(DerivedFiles.PROPERTY, wanted);
+    if (wanted != null && !wanted.equals(table.properties().get(PipelineProperties.DERIVED_FILES_LOCATION))) {
+      update.set(PipelineProperties.DERIVED_FILES_LOCATION, wanted);
       changed = true;
       LOG.info("The pipeline's own files of {} (removals file, key index) now go to {}", table.name(), wanted);
     }
@@ -75,11 +75,11 @@ public final class TableCreator {
    * as they are: a change of policy never rewrites the past).
    */
   private static boolean recordRemovalPolicy(Table table, RemovalPolicy policy, UpdateProperties update) {
-    String ttl = table.properties().get(RemovalPolicy.TTL_PROPERTY);
-    String deletes = table.properties().get(RemovalPolicy.DELETES_PROPERTY);
+    String ttl = table.properties().get(PipelineProperties.TTL_EXPIRIES);
+    String deletes = table.properties().get(PipelineProperties.DELETES);
     boolean changed = false;
     if (!policy.ttlExpiries().setting().equals(ttl)) {
-      update.set(RemovalPolicy.TTL_PROPERTY, policy.ttlExpiries().setting());
+      update.set(PipelineProperties.TTL_EXPIRIES, policy.ttlExpiries().setting());
       changed = true;
       if (ttl != null) {
         LOG.warn("TTL_EXPIRIES of {} changed from {} to {}: it applies to expiries merged from now on; rows of items"
@@ -88,7 +88,7 @@ public final class TableCreator {
       }
     }
     if (!policy.deletes().setting().equals(deletes)) {
-      update.set(RemovalPolicy.DELETES_PROPERTY, policy.deletes().setting());
+      update.set(PipelineProperties.DELETES, policy.deletes().setting());
       changed = true;
       if (deletes != null) {
         LOG.warn("DELETES of {} changed from {} to {}: it applies to deletions merged from now on; rows of items"
@@ -160,9 +160,9 @@ public final class TableCreator {
 
     Map<String, String> props = new HashMap<>();
     props.put(TableProperties.FORMAT_VERSION, Integer.toString(settings.formatVersion()));
-    props.put(TableLayout.KEYS_PROPERTY, TableLayout.keysProperty(keyTypes));
-    props.put(RemovalPolicy.TTL_PROPERTY, settings.removals().ttlExpiries().setting());
-    props.put(RemovalPolicy.DELETES_PROPERTY, settings.removals().deletes().setting());
+    props.put(PipelineProperties.KEYS, TableLayout.keysProperty(keyTypes));
+    props.put(PipelineProperties.TTL_EXPIRIES, settings.removals().ttlExpiries().setting());
+    props.put(PipelineProperties.DELETES, settings.removals().deletes().setting());
     props.put(TableProperties.DEFAULT_FILE_FORMAT, "parquet");
     props.put(TableProperties.PARQUET_COMPRESSION, "zstd");
     // Engines that write to the table (a user's Spark MERGE, say) should also leave position deletes.
@@ -175,7 +175,7 @@ public final class TableCreator {
     props.put(TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED, "true");
     props.put(TableProperties.METADATA_PREVIOUS_VERSIONS_MAX, "100");
     if (settings.derivedFilesLocation() != null) {
-      props.put(DerivedFiles.PROPERTY, settings.derivedFilesLocation());
+      props.put(PipelineProperties.DERIVED_FILES_LOCATION, settings.derivedFilesLocation());
     }
     // Exact (untruncated) bounds on the keys, so the merge can skip files that cannot hold a key.
     for (String key : keyTypes.keySet()) {

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.table;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbValue;
@@ -43,8 +44,6 @@ public final class TableLayout {
   public static final String ITEM = "_ddb_item";
   /** Optional column on format v3 (ITEM_VARIANT_COLUMN): the whole item as a variant. */
   public static final String VARIANT = "_ddb_variant";
-  /** Table property naming the key attributes and their DynamoDB types, e.g. {@code pk:S,sk:N}. */
-  public static final String KEYS_PROPERTY = "ddb2iceberg.keys";
 
   private final Schema schema;
   private final List<String> keyNames;
@@ -62,12 +61,12 @@ public final class TableLayout {
   }
 
   public static TableLayout of(Table table) {
-    return of(table.schema(), table.properties().get(KEYS_PROPERTY));
+    return of(table.schema(), table.properties().get(PipelineProperties.KEYS));
   }
 
   public static TableLayout of(Schema schema, String keysProperty) {
     if (keysProperty == null || keysProperty.isBlank()) {
-      throw new IllegalStateException("The table has no '" + KEYS_PROPERTY + "' property: it was not created by"
+      throw new IllegalStateException("The table has no '" + PipelineProperties.KEYS + "' property: it was not created by"
           + " this pipeline. Point TABLE_NAME at a new table, or at one the merger created.");
     }
     Map<String, String> keys = new LinkedHashMap<>();

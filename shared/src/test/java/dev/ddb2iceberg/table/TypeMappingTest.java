@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.table;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -58,7 +59,7 @@ class TypeMappingTest {
         Types.NestedField.optional(4, TableLayout.OVERFLOW,
             Types.MapType.ofRequired(5, 6, Types.StringType.get(), Types.StringType.get()))), java.util.Set.of(1));
     table = catalog.buildTable(id, base)
-        .withProperty(TableLayout.KEYS_PROPERTY, "pk:S").create();
+        .withProperty(PipelineProperties.KEYS, "pk:S").create();
   }
 
   /** Applies the columns and promotions these items call for, as the merger does before writing them. */

@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.maintainer;
 
+import dev.ddb2iceberg.observe.Invocation;
+import dev.ddb2iceberg.observe.MetricLine;
+import dev.ddb2iceberg.status.TableStatus;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -9,9 +12,6 @@ import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.ops.MetricLine;
-import dev.ddb2iceberg.ops.logging.Invocation;
-import dev.ddb2iceberg.ops.TableStatus;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableCreator;
 import java.io.IOException;

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintainer;
 
+import dev.ddb2iceberg.history.ChangeHistory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,7 +12,6 @@ import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.maintainer;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.commit.Checkpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,7 +13,6 @@ import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.merge.Checkpoint;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -156,7 +157,7 @@ class MaintenanceTest {
     assertEquals(0, c.groupsLeft());
     assertTableEqualsExpected();
     assertEquals(checkpoint, Checkpoint.read(table()), "checkpoint carried into the compaction snapshot");
-    assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(Checkpoint.APPLIED));
+    assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(PipelineProperties.APPLIED));
 
     // the compacted files are sorted by key: merges after it still find and replace rows correctly
     mergeSmallBatch(100);
@@ -329,7 +330,7 @@ class MaintenanceTest {
     int after = table().currentSnapshot().allManifests(table().io()).size();
     assertTrue(r.manifestsRewritten() > 10, r.toString());
     assertTrue(after < before, before + " manifests before, " + after + " after");
-    assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(Checkpoint.APPLIED));
+    assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(PipelineProperties.APPLIED));
     assertTableEqualsExpected();
   }
 

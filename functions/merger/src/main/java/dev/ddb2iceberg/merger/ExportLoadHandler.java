@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
+import dev.ddb2iceberg.observe.Invocation;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -7,8 +9,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.ScheduleInput;
-import dev.ddb2iceberg.merge.ParallelExportLoad;
-import dev.ddb2iceberg.ops.logging.Invocation;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
 import java.io.InputStream;

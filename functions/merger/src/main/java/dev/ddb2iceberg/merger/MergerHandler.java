@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.load.ExportLoadResult;
+import dev.ddb2iceberg.load.ExportLoader;
+import dev.ddb2iceberg.observe.Invocation;
+import dev.ddb2iceberg.observe.MetricLine;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -9,13 +13,9 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.ScheduleInput;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.merge.ContinuousMerge;
-import dev.ddb2iceberg.merge.ExportLoadResult;
-import dev.ddb2iceberg.merge.ExportLoader;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
-import dev.ddb2iceberg.ops.MetricLine;
-import dev.ddb2iceberg.ops.logging.Invocation;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
 import java.io.InputStream;

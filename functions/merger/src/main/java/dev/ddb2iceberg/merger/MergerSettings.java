@@ -1,10 +1,10 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.config.TableSettings;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
 

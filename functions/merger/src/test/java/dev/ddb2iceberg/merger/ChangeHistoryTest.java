@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.history.ChangeHistory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -11,7 +12,6 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.embedded.UnknownOutcomeCatalog;
-import dev.ddb2iceberg.merge.ChangeHistory;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.load.ExportLoadResult;
+import dev.ddb2iceberg.load.ExportLoader;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -14,8 +16,6 @@ import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
-import dev.ddb2iceberg.merge.ExportLoadResult;
-import dev.ddb2iceberg.merge.ExportLoader;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;

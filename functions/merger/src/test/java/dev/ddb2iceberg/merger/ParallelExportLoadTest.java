@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.commit.LoadMark;
+import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.load.InProcessExportLoad;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -21,10 +25,8 @@ import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.merge.InProcessExportLoad;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
-import dev.ddb2iceberg.merge.ParallelExportLoad;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -242,8 +244,8 @@ class ParallelExportLoadTest {
     }, location, 4);
 
     assertEquals(h.exported().size(), committed.path("rows").asLong(), committed.toString());
-    assertNotNull(table().currentSnapshot().summary().get(KeyIndex.PROPERTY), "the load names its key index");
-    assertNull(ParallelExportLoad.markOf(table()), "the mark is gone with the commit");
+    assertNotNull(table().currentSnapshot().summary().get(PipelineProperties.KEY_INDEX), "the load names its key index");
+    assertNull(LoadMark.read(table()), "the mark is gone with the commit");
     assertTrue(progress.stream().anyMatch(p -> p.startsWith("planned load")), progress.toString());
     assertEquals(Set.of(), loadFilesNotInTheTable(), "no file of the load is left outside the table");
     stage(h.after());
@@ -468,7 +470,7 @@ class ParallelExportLoadTest {
         () -> load(invoker(handler()), location, 2));
     assertTrue(e.getMessage().contains("was loaded before"), e.getMessage());
     assertEquals(snapshot, table().currentSnapshot().snapshotId(), "nothing committed");
-    assertNull(ParallelExportLoad.markOf(table()), "no mark left: merges go on");
+    assertNull(LoadMark.read(table()), "no mark left: merges go on");
   }
 
   @Test
@@ -485,7 +487,7 @@ class ParallelExportLoadTest {
     assertTrue(e.getMessage().contains(dataKey) && e.getMessage().contains("MD5"), e.getMessage());
     assertTrue(progress.stream().anyMatch(p -> p.contains("aborted")), progress.toString());
     assertTrue(TableItems.read(table()).isEmpty(), "nothing of the export is in the table");
-    assertNull(ParallelExportLoad.markOf(table()), "the abort removed the mark");
+    assertNull(LoadMark.read(table()), "the abort removed the mark");
     assertEquals(Set.of(), loadFilesNotInTheTable(), "the aborted load's files were deleted");
     MergeResult after = merge();
     assertNull(after.heldBecause(), "merges resume after an abort");
@@ -501,16 +503,16 @@ class ParallelExportLoadTest {
     JsonNode plan = invoke.apply(input(location).put("step", "plan").put("workers", 2));
     String loadId = plan.path("loadId").asText();
 
-    var chunked = new dev.ddb2iceberg.merge.ExportLoader(catalog, settings.table(), store, settings.options(), s3);
+    var chunked = new dev.ddb2iceberg.load.ExportLoader(catalog, settings.table(), store, settings.options(), s3);
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> chunked.run(
-        new dev.ddb2iceberg.merge.ExportLoader.Request(ExportLocation.parse(location), KEYS,
+        new dev.ddb2iceberg.load.ExportLoader.Request(ExportLocation.parse(location), KEYS,
             java.time.Duration.ofMinutes(5), false), Instant.now().plusSeconds(600)));
     assertTrue(e.getMessage().contains(loadId), e.getMessage());
     IllegalStateException second = assertThrows(IllegalStateException.class,
         () -> invoke.apply(input(location).put("step", "plan")));
     assertTrue(second.getMessage().contains("one load at a time"), second.getMessage());
     invoke.apply(JSON.createObjectNode().put("step", "abort").put("loadId", loadId).put("error", "test"));
-    assertNull(ParallelExportLoad.markOf(table()));
+    assertNull(LoadMark.read(table()));
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -159,7 +160,7 @@ class RemovalPolicyTest {
           "no log line says DELETES changed: " + messages);
     }
     assertTableEqualsModel("after switching to mark/soft");
-    assertEquals("mark", table().properties().get(RemovalPolicy.TTL_PROPERTY));
+    assertEquals("mark", table().properties().get(PipelineProperties.TTL_EXPIRIES));
     assertTrue(TableItems.read(table()).size() > rowsBefore / 2, "rows");
 
     use("keep", "hard");

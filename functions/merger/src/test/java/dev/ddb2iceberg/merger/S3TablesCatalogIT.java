@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -78,7 +79,7 @@ class S3TablesCatalogIT {
       // The removals file and the key index live in the staging bucket, not in the table bucket
       // (which would remove them as unreferenced).
       String derived = "s3://" + stack.bucket() + "/tables/ddb2iceberg/orders/";
-      assertEquals(derived, table.properties().get(DerivedFiles.PROPERTY));
+      assertEquals(derived, table.properties().get(PipelineProperties.DERIVED_FILES_LOCATION));
       List<String> indexFiles = KeyIndex.filesOf(table, table.currentSnapshot());
       assertFalse(indexFiles.isEmpty(), "the merge keeps a key index");
       for (String f : indexFiles) {

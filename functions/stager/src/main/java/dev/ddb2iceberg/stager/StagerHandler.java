@@ -1,12 +1,12 @@
 package dev.ddb2iceberg.stager;
 
+import dev.ddb2iceberg.observe.Invocation;
+import dev.ddb2iceberg.observe.MetricLine;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.ops.MetricLine;
-import dev.ddb2iceberg.ops.logging.Invocation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.time.Clock;

@@ -1,0 +1,64 @@
+package dev.ddb2iceberg.merge;
+
+import dev.ddb2iceberg.config.RemovalPolicy;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.table.TableLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+
+/**
+ * The first stage of applying changes: each key's change with the highest sequence number
+ * (compared as numbers), and, when removals may keep rows, each key's newest upsert (the item as it
+ * was before a removal) and newest removal that deletes the row (an item it deleted is not there
+ * for a later removal to keep). A change whose key does not fit the table is handed to the
+ * quarantine; under TTL_EXPIRIES=keep an expiry is not applied at all (nor remembered: the row
+ * itself makes any older copy stale).
+ */
+final class KeyChanges {
+  final Map<List<Object>, Change> latest = new HashMap<>();
+  final Map<List<Object>, Change> latestUpsert = new HashMap<>();
+  final Map<List<Object>, Change> latestDeleting = new HashMap<>();
+  int quarantined;
+  long expiriesKept;
+
+  private KeyChanges() {}
+
+  static KeyChanges of(List<Change> changes, TableLayout layout, RemovalPolicy policy,
+      BiConsumer<Change, String> quarantine) {
+    KeyChanges k = new KeyChanges();
+    if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
+      List<Change> kept = new ArrayList<>(changes.size());
+      for (Change c : changes) {
+        if (!c.ttlExpiry()) {
+          kept.add(c);
+        }
+      }
+      k.expiriesKept = changes.size() - kept.size();
+      changes = kept;
+    }
+    boolean removalsKeepRows = policy.keepsRow(true) || policy.keepsRow(false);
+    for (Change c : changes) {
+      List<Object> key = layout.keyOf(c);
+      if (key == null) {
+        quarantine.accept(c, layout.whyKeyDoesNotFit(c));
+        k.quarantined++;
+        continue;
+      }
+      k.latest.merge(key, c, KeyChanges::newer);
+      if (removalsKeepRows && c.operation().isUpsert()) {
+        k.latestUpsert.merge(key, c, KeyChanges::newer);
+      } else if (removalsKeepRows && !policy.keepsRow(c.ttlExpiry())) {
+        k.latestDeleting.merge(key, c, KeyChanges::newer);
+      }
+    }
+    return k;
+  }
+
+  private static Change newer(Change a, Change b) {
+    return SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b;
+  }
+}

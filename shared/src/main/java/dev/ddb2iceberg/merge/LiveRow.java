@@ -1,6 +1,0 @@
-package dev.ddb2iceberg.merge;
-
-import org.apache.iceberg.FileScanTask;
-
-/** The row an item currently has in the table: where it is and which change wrote it. */
-record LiveRow(FileScanTask task, long position, String paddedSequence) {}
