@@ -10,6 +10,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Consumer;
@@ -26,8 +27,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One maintenance run over the table: compaction, manifest rewrite, snapshot expiry and orphan
- * cleanup, in that order, each optional. Safe beside a running merger: every commit validates
+ * One maintenance run over the table: compaction ({@link Compactor}), history retention ({@link
+ * HistoryRetention}), manifest rewrite ({@link ManifestRewrite}), snapshot expiry ({@link
+ * SnapshotExpiry}) and orphan cleanup ({@link OrphanFiles}), in that order, each optional. Safe beside a running merger: every commit validates
  * against what changed since it planned, and a task that loses a race gives up for this run
  * (the merger's commit is never the one that fails for good; the next run tries again).
  * Every maintenance snapshot carries the merger's checkpoint forward, and expiry never removes the
@@ -78,7 +80,7 @@ public final class Maintenance {
     long start = System.nanoTime();
     Set<MaintenanceTask> tasks = requested;
     if (managedStorage && (requested.contains(MaintenanceTask.COMPACT) || requested.contains(MaintenanceTask.EXPIRE))) {
-      tasks = java.util.EnumSet.copyOf(requested);
+      tasks = EnumSet.copyOf(requested);
       tasks.removeAll(Set.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE));
       LOG.info("The table is in an S3 table bucket, which compacts it and expires its snapshots itself: skipping"
           + " compact and expire; running {}", tasks);
@@ -98,17 +100,16 @@ public final class Maintenance {
     // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the
     // pipeline knows how many days of changes its history keeps.
     if (requested.contains(MaintenanceTask.EXPIRE)) {
-      CommitProtocol.unlessRaced("History retention", () -> {
-        dropExpiredHistory(dryRun);
-        return null;
-      }, lost -> raced(conflicts, "history retention", lost, null));
+      CommitProtocol.unlessRaced("History retention",
+          () -> new HistoryRetention(table, options.historyRetentionDays(), clock).run(dryRun),
+          lost -> raced(conflicts, "history retention", lost, 0));
     }
     if (tasks.contains(MaintenanceTask.MANIFESTS)) {
-      manifests = CommitProtocol.unlessRaced("Manifest rewrite", () -> rewriteManifests(dryRun),
+      manifests = CommitProtocol.unlessRaced("Manifest rewrite", () -> new ManifestRewrite(table, options.manifestThreshold()).run(dryRun),
           lost -> raced(conflicts, "manifests", lost, 0));
     }
     if (tasks.contains(MaintenanceTask.EXPIRE)) {
-      expired = CommitProtocol.unlessRaced("Snapshot expiry", () -> expireSnapshots(dryRun),
+      expired = CommitProtocol.unlessRaced("Snapshot expiry", () -> new SnapshotExpiry(table, options, clock).run(dryRun),
           lost -> raced(conflicts, "expire", lost, 0));
     }
     if (tasks.contains(MaintenanceTask.ORPHANS)) {
@@ -136,91 +137,5 @@ public final class Maintenance {
         .addKeyValue("millis", result.millis())
         .log("Maintenance run");
     return result;
-  }
-
-  /**
-   * Rewrites the current snapshot's small data manifests into few, once there are too many. They
-   * are clustered by partition spec only: the merge plans every file anyway, and with a bucketed
-   * spec every small manifest spans all buckets, so clustering by partition would only multiply them.
-   */
-  private int rewriteManifests(boolean dryRun) {
-    table.refresh();
-    Snapshot current = table.currentSnapshot();
-    if (current == null) {
-      return 0;
-    }
-    long small = PropertyUtil.propertyAsLong(table.properties(), TableProperties.MANIFEST_TARGET_SIZE_BYTES,
-        TableProperties.MANIFEST_TARGET_SIZE_BYTES_DEFAULT) / 2;
-    List<ManifestFile> smallOnes = current.allManifests(table.io()).stream().filter(m -> m.length() < small).toList();
-    if (smallOnes.size() <= options.manifestThreshold() || dryRun) {
-      return smallOnes.size() > options.manifestThreshold() ? smallOnes.size() : 0;
-    }
-    RewriteManifests rewrite = table.rewriteManifests()
-        .rewriteIf(m -> m.length() < small)
-        .clusterBy(file -> Integer.toString(file.specId()));
-    Checkpoint.carried(table).forEach(rewrite::set);
-    rewrite.set(PipelineProperties.KEY_INDEX_MOVES, KeyIndex.NO_MOVES); // rows stay where they are: the key index still holds
-    rewrite.commit();
-    LOG.info("Rewrote {} small manifests", smallOnes.size());
-    return smallOnes.size();
-  }
-
-  /**
-   * A change history (HISTORY_TABLE) keeps {@link MaintenanceOptions#historyRetentionDays} days:
-   * older day partitions are dropped whole, through metadata (a file holds one day, so no file is
-   * rewritten). Their files go when the snapshots that still hold them expire.
-   */
-  private int dropExpiredHistory(boolean dryRun) {
-    if (!ChangeHistory.isHistory(table) || options.historyRetentionDays() <= 0 || table.currentSnapshot() == null) {
-      return 0;
-    }
-    Instant cutoff = clock.instant().truncatedTo(java.time.temporal.ChronoUnit.DAYS)
-        .minus(Duration.ofDays(options.historyRetentionDays()));
-    var older = org.apache.iceberg.expressions.Expressions.lessThan(TableLayout.TIME,
-        cutoff.toEpochMilli() * 1000);
-    int files = 0;
-    try (var tasks = table.newScan().filter(older).planFiles()) {
-      for (var ignored : tasks) {
-        files++;
-      }
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-    if (files == 0 || dryRun) {
-      return files;
-    }
-    // First the mark, then the drop: a merge that reads the mark appends nothing older (it would
-    // be dropped, and a copy of a dropped change could no longer be told apart from a new one).
-    table.updateProperties().set(PipelineProperties.HISTORY_KEPT_FROM, Long.toString(cutoff.toEpochMilli())).commit();
-    var delete = table.newDelete().deleteFromRowFilter(older);
-    Checkpoint.carried(table).forEach(delete::set);
-    delete.commit();
-    LOG.info("Change history {}: dropped {} files of changes before {} (HISTORY_RETENTION_DAYS={})", table.name(), files,
-        cutoff, options.historyRetentionDays());
-    return files;
-  }
-
-  /**
-   * Expires snapshots older than the maximum age, keeping the minimum number and never the newest
-   * merger snapshot (it holds the checkpoint). Files no remaining snapshot needs are deleted.
-   */
-  private int expireSnapshots(boolean dryRun) {
-    table.refresh();
-    if (table.currentSnapshot() == null) {
-      return 0;
-    }
-    long cutoff = clock.millis() - Duration.ofHours(options.snapshotMaxAgeHours()).toMillis();
-    Snapshot merger = Checkpoint.newestMergerSnapshot(table);
-    if (merger != null) {
-      cutoff = Math.min(cutoff, merger.timestampMillis());
-    }
-    ExpireSnapshots expire = table.expireSnapshots().expireOlderThan(cutoff)
-        .retainLast(options.minSnapshotsToKeep()).cleanExpiredFiles(true);
-    int count = expire.apply().size();
-    if (!dryRun && count > 0) {
-      expire.commit();
-      LOG.info("Expired {} snapshots older than {}", count, Instant.ofEpochMilli(cutoff));
-    }
-    return count;
   }
 }

@@ -119,11 +119,6 @@ public final class ParallelExportLoad {
   static final int MAX_INDEX_GROUPS = 40;
   /** ... or more, so that a group holds at most this many entries (about 60 bytes each, packed, in memory). */
   static final long ENTRIES_PER_INDEX_GROUP = 10_000_000;
-  /** Changes a worker turns into rows at a time (and looks up, into a table with rows). */
-  static final int CHUNK_ITEMS = 10_000;
-  static final int LOOKUP_CHUNK_ITEMS = 100_000;
-  /** A batch of rows is written once their JSON text reaches this share of the heap (rows take about twice that). */
-  static final double BATCH_HEAP_SHARE = 0.2;
   /** Workers running in this JVM now (one in Lambda; several under the local runner). */
   private static final java.util.concurrent.atomic.AtomicInteger ACTIVE_WORKERS =
       new java.util.concurrent.atomic.AtomicInteger();
@@ -212,7 +207,7 @@ public final class ParallelExportLoad {
     LoadMark mark = marked == null ? null : LoadMark.read(marked);
     if (mark != null && execution.equals(mark.execution()) && mark.exportId().equals(exportId)) {
       LOG.info("Load {} was planned by this execution before (a retried plan step): its plan stands", mark.loadId());
-      return readPlan(marked, mark.loadId());
+      return LoadFiles.readPlan(marked, mark.loadId());
     }
     if (manifest.type() != ExportManifest.Type.FULL) {
       throw new IllegalArgumentException("Export " + exportId + " is incremental: its changes must be applied in"
@@ -258,7 +253,7 @@ public final class ParallelExportLoad {
     Plan plan = new Plan(loadId, request.location().toString(), exportId, manifest.time().toEpochMilli(),
         manifest.itemCount(), manifest.files().size(), keys, lookups, base == null ? null : base.snapshotId(), parts,
         groups, split(manifest.files(), workers), Instant.now().toString());
-    writeJson(table, folder(table, loadId) + "plan.json", plan);
+    LoadFiles.writeJson(table, LoadFiles.folder(table, loadId) + "plan.json", plan);
     mark(table, new LoadMark(loadId, exportId, plan.started(), execution));
     LOG.atInfo().addKeyValue("loadId", loadId).addKeyValue("items", plan.items()).addKeyValue("files", plan.files())
         .addKeyValue("workItems", plan.work().size()).addKeyValue("lookups", lookups)
@@ -294,10 +289,10 @@ public final class ParallelExportLoad {
     }
     String done = "";
     try {
-      Plan plan = readPlan(table, mark.loadId());
+      Plan plan = LoadFiles.readPlan(table, mark.loadId());
       int finished = 0;
       if (table.io() instanceof SupportsPrefixOperations io) {
-        for (FileInfo f : io.listPrefix(folder(table, mark.loadId()) + "done/")) {
+        for (FileInfo f : io.listPrefix(LoadFiles.folder(table, mark.loadId()) + "done/")) {
           finished++;
         }
       }
@@ -370,7 +365,7 @@ public final class ParallelExportLoad {
   public WorkResult loadWork(String loadId, int workIndex) {
     long start = System.nanoTime();
     Table table = tableInLoad(loadId);
-    Plan plan = readPlan(table, loadId);
+    Plan plan = LoadFiles.readPlan(table, loadId);
     if (workIndex < 0 || workIndex >= plan.work().size()) {
       throw new IllegalArgumentException("Load " + loadId + " has work items 0 to " + (plan.work().size() - 1)
           + ", not " + workIndex + ".");
@@ -382,7 +377,8 @@ public final class ParallelExportLoad {
     String attempt = UUID.randomUUID().toString().substring(0, 8);
     String runId = "load-" + loadId + "-w" + workIndex + "-" + attempt;
     ACTIVE_WORKERS.incrementAndGet();
-    WorkerState state = new WorkerState(table, plan, runId);
+    WorkerBatches state = new WorkerBatches(table, plan, runId, tableSettings, options, batchItems,
+        ACTIVE_WORKERS.get());
     ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
     try {
       for (int f = work.from(); f < work.to(); f++) {
@@ -392,7 +388,7 @@ public final class ParallelExportLoad {
       List<String> fragments = state.writeFragments(workIndex);
       WorkDone done = new WorkDone(workIndex, attempt, state.items, state.written, state.skipped, state.files,
           fragments);
-      writeBytes(table, folder(table, loadId) + "done/w" + workIndex + ".bin", serialize(done));
+      LoadFiles.writeBytes(table, LoadFiles.folder(table, loadId) + "done/w" + workIndex + ".bin", LoadFiles.serialize(done));
     } finally {
       pool.shutdownNow();
       ACTIVE_WORKERS.decrementAndGet();
@@ -405,146 +401,13 @@ public final class ParallelExportLoad {
     return new WorkResult(workIndex, state.items, state.written, state.skipped, state.files.size(), millis);
   }
 
-  /**
-   * One worker's running state. Changes are turned into rows in small chunks (a row takes about
-   * half the memory of its change), and rows are written once a batch is full: by
-   * {@code batchItems}, or by {@link #BATCH_HEAP_SHARE} of the heap in JSON text (rows take about
-   * twice their text), so a batch fits whatever the items' size. Each batch writes one file per
-   * partition, sorted by key: the bigger the batch, the fewer and bigger the files.
-   */
-  private final class WorkerState {
-    private Table table;
-    private final Plan plan;
-    private final String runId;
-    private final List<DataFile> files = new ArrayList<>();
-    private final IndexEntries.Builder[] fragments;
-    private final RemovalsFile removals;
-    private final List<Change> pending = new ArrayList<>();
-    private final List<Record> rows = new ArrayList<>();
-    // Workers in one JVM (the local runner) share its heap.
-    private final long batchBytes = (long) (Runtime.getRuntime().maxMemory() * BATCH_HEAP_SHARE
-        / Math.max(1, ACTIVE_WORKERS.get()));
-    private long rowBytes;
-    private long items;
-    private long written;
-    private long skipped;
-    private int batches;
-
-    WorkerState(Table table, Plan plan, String runId) {
-      this.table = table;
-      this.plan = plan;
-      this.runId = runId;
-      this.fragments = new IndexEntries.Builder[plan.indexGroups()];
-      for (int g = 0; g < fragments.length; g++) {
-        fragments[g] = new IndexEntries.Builder();
-      }
-      this.removals = plan.lookups() ? RemovalsFile.read(table, TableLayout.of(table)) : null;
-    }
-
-    void add(Change c, int bytes, ExecutorService pool) {
-      pending.add(c);
-      items++;
-      rowBytes += bytes;
-      // Into a table with rows, each chunk is one look-up in the key index: bigger chunks, fewer reads.
-      int chunk = plan.lookups() ? LOOKUP_CHUNK_ITEMS : CHUNK_ITEMS;
-      if (pending.size() >= Math.max(1, Math.min(chunk, batchItems / 4))) {
-        convert(pool);
-      }
-      if (rows.size() >= batchItems || rowBytes >= batchBytes) {
-        convert(pool);
-        write(pool);
-      }
-    }
-
-    void finish(ExecutorService pool) {
-      convert(pool);
-      write(pool);
-    }
-
-    /** Pending changes to rows; the schema first gains any new columns (rows of the old schema are written first). */
-    private void convert(ExecutorService pool) {
-      if (pending.isEmpty()) {
-        return;
-      }
-      List<Change> kept = plan.lookups() ? notInTable(pending, pool) : pending;
-      skipped += pending.size() - kept.size();
-      if (!SchemaEvolution.covers(table, kept, tableSettings)) {
-        write(pool); // rows already made have the current schema's shape: write them with it
-        table = SchemaEvolution.evolve(table, kept, tableSettings);
-      }
-      TableLayout layout = TableLayout.of(table);
-      for (Change c : kept) {
-        rows.add(layout.toRow(c));
-      }
-      pending.clear();
-    }
-
-    private void write(ExecutorService pool) {
-      if (rows.isEmpty()) {
-        return;
-      }
-      TableLayout layout = TableLayout.of(table);
-      // Each batch its own writer id: file names are made of it, a task number and a counter.
-      MergeWriter.Written out = new MergeWriter(table, runId + "-b" + batches++).writeRows(rows, layout.keyOrder(),
-          pool);
-      files.addAll(out.files());
-      written += rows.size();
-      if (fragments.length > 0) {
-        byte[] sequence = new BigInteger(Long.toString(plan.exportMillis() * 1000)).toByteArray();
-        for (WrittenRow r : out.rows()) {
-          byte[] key = IndexKeys.encode(layout.keyOf(r.row()));
-          fragments[IndexKeys.part(key, plan.indexParts()) % fragments.length].add(key, r.file(), r.position(), sequence);
-        }
-      }
-      rows.clear();
-      rowBytes = 0;
-    }
-
-    /** The changes whose key the table at the plan's snapshot neither holds nor removed since. */
-    private List<Change> notInTable(List<Change> batch, ExecutorService pool) {
-      Table base = table;
-      TableLayout layout = TableLayout.of(base);
-      Map<List<Object>, Change> byKey = new HashMap<>();
-      for (Change c : batch) {
-        List<Object> key = layout.keyOf(c);
-        if (key == null) {
-          throw new IllegalArgumentException("Exported item " + c.keys() + " does not fit the table's keys: "
-              + layout.whyKeyDoesNotFit(c));
-        }
-        byKey.put(key, c);
-      }
-      LiveRowLookup.Found found = options.lookup(pool).find(base, layout, plan.baseSnapshotId(), byKey.keySet());
-      List<Change> kept = new ArrayList<>();
-      for (Map.Entry<List<Object>, Change> e : byKey.entrySet()) {
-        if (!found.rows().containsKey(e.getKey())
-            && !removals.removedAfter(e.getKey(), e.getValue().sequenceNumber())) {
-          kept.add(e.getValue());
-        }
-      }
-      return kept;
-    }
-
-    /** One file of index entries per index group (the groups' steps read them). */
-    List<String> writeFragments(int workIndex) {
-      List<String> names = new ArrayList<>();
-      for (int g = 0; g < fragments.length; g++) {
-        IndexEntries entries = fragments[g].build();
-        fragments[g] = null;
-        String name = "load-" + plan.loadId() + "/" + runId + "-g" + g + ".bin";
-        KeyIndex.writeFile(table, name, entries);
-        names.add(KeyIndex.fileLocation(table, name));
-      }
-      return names;
-    }
-  }
-
   // ------------------------------------------------------------------------------------- index
 
   /** Builds the index parts of one group from every worker's entries. */
   public GroupDone buildIndex(String loadId, int group) {
     long start = System.nanoTime();
     Table table = tableInLoad(loadId);
-    Plan plan = readPlan(table, loadId);
+    Plan plan = LoadFiles.readPlan(table, loadId);
     if (group < 0 || group >= plan.indexGroups()) {
       throw new IllegalArgumentException("Load " + loadId + " has index groups 0 to " + (plan.indexGroups() - 1)
           + ", not " + group + ".");
@@ -579,7 +442,7 @@ public final class ParallelExportLoad {
     Map<Integer, String> attempts = new HashMap<>();
     done.forEach(w -> attempts.put(w.work(), w.attempt()));
     GroupDone result = new GroupDone(group, written, entries, bytes, attempts);
-    writeJson(table, folder(table, loadId) + "index/g" + group + ".json", result);
+    LoadFiles.writeJson(table, LoadFiles.folder(table, loadId) + "index/g" + group + ".json", result);
     LOG.info("Key index group {} of load {}: {} parts, {} entries in {} ms", group, loadId, written.size(), entries,
         (System.nanoTime() - start) / 1_000_000);
     return result;
@@ -598,14 +461,14 @@ public final class ParallelExportLoad {
     if (table == null) {
       throw new IllegalStateException("Table " + id + " does not exist: load " + loadId + " was never planned here.");
     }
-    Snapshot committed = CommitProtocol.snapshotOf(table, runIdOf(loadId));
+    Snapshot committed = CommitProtocol.snapshotOf(table, LoadFiles.runIdOf(loadId));
     if (committed != null) {
       return new CommitResult(loadId, null, committed.snapshotId(), 0, 0, 0, 0, 0, 0, true,
           "Load " + loadId + " was committed before (snapshot " + committed.snapshotId() + "); nothing to do.",
           (System.nanoTime() - start) / 1_000_000);
     }
     table = tableInLoad(loadId);
-    Plan plan = readPlan(table, loadId);
+    Plan plan = LoadFiles.readPlan(table, loadId);
     List<WorkDone> done = allDone(table, plan);
     List<DataFile> files = new ArrayList<>();
     long items = 0;
@@ -626,7 +489,7 @@ public final class ParallelExportLoad {
     loads.put(plan.exportId(), new ExportProgress.Load(ExportManifest.Type.FULL.name(), plan.exportMillis(),
         plan.files(), 0, plan.items(), true));
     summary.put(PipelineProperties.EXPORT_LOADS, ExportProgress.encode(loads));
-    summary.put(PipelineProperties.RUN_ID, runIdOf(loadId));
+    summary.put(PipelineProperties.RUN_ID, LoadFiles.runIdOf(loadId));
     long indexEntries = 0;
     if (plan.indexGroups() > 0) {
       Snapshot now = table.currentSnapshot();
@@ -634,7 +497,7 @@ public final class ParallelExportLoad {
         List<String> base = new ArrayList<>(java.util.Collections.nCopies(plan.indexParts(), (String) null));
         long bytes = 0;
         for (int g = 0; g < plan.indexGroups(); g++) {
-          GroupDone group = readJson(table, folder(table, loadId) + "index/g" + g + ".json", GroupDone.class,
+          GroupDone group = LoadFiles.readJson(table, LoadFiles.folder(table, loadId) + "index/g" + g + ".json", GroupDone.class,
               "index group " + g + " has not finished");
           for (WorkDone w : done) {
             if (!w.attempt().equals(group.attempts().get(w.work()))) {
@@ -672,7 +535,7 @@ public final class ParallelExportLoad {
       txn.commitTransaction(); // retried by Iceberg on a lost race, validating again each time
     } catch (ValidationException conflict) {
       table.refresh();
-      if (CommitProtocol.snapshotOf(table, runIdOf(loadId)) != null) {
+      if (CommitProtocol.snapshotOf(table, LoadFiles.runIdOf(loadId)) != null) {
         return commit(loadId); // another attempt of this commit landed first: report it
       }
       throw new IllegalStateException("Load " + loadId + " cannot commit: rows were committed to table " + id
@@ -681,13 +544,13 @@ public final class ParallelExportLoad {
           conflict);
     }
     table.refresh();
-    Snapshot ours = CommitProtocol.snapshotOf(table, runIdOf(loadId));
+    Snapshot ours = CommitProtocol.snapshotOf(table, LoadFiles.runIdOf(loadId));
     Set<String> keep = new HashSet<>();
     files.forEach(f -> keep.add(f.location()));
     if (summary.containsKey(PipelineProperties.KEY_INDEX)) {
       keep.addAll(KeyIndex.filesOf(table, ours));
     }
-    int cleaned = cleanUp(table, loadId, keep);
+    int cleaned = LoadFiles.cleanUp(table, loadId, keep);
     long millis = (System.nanoTime() - start) / 1_000_000;
     String note = "Export " + plan.exportId() + " is loaded: " + rows + " rows in " + files.size() + " data files"
         + (skipped > 0 ? " (" + skipped + " items skipped: the table had newer changes of them)" : "")
@@ -708,7 +571,7 @@ public final class ParallelExportLoad {
     if (table == null) {
       return 0;
     }
-    if (CommitProtocol.snapshotOf(table, runIdOf(loadId)) != null) {
+    if (CommitProtocol.snapshotOf(table, LoadFiles.runIdOf(loadId)) != null) {
       throw new IllegalStateException("Load " + loadId + " was committed; it cannot be aborted.");
     }
     LoadMark mark = LoadMark.read(table);
@@ -716,17 +579,13 @@ public final class ParallelExportLoad {
       table.updateProperties().remove(PipelineProperties.PARALLEL_LOAD_IN_PROGRESS).commit();
       table.refresh();
     }
-    int deleted = cleanUp(table, loadId, Set.of());
+    int deleted = LoadFiles.cleanUp(table, loadId, Set.of());
     LOG.atWarn().addKeyValue("loadId", loadId).addKeyValue("filesDeleted", deleted)
         .log("Parallel load {} aborted, nothing of it committed; merges resume. Cause: {}", loadId, why);
     return deleted;
   }
 
   // ------------------------------------------------------------------------------------- files
-
-  private static String runIdOf(String loadId) {
-    return "load-" + loadId;
-  }
 
   private static long totalRecords(Snapshot s) {
     String n = s.summary().get(SnapshotSummary.TOTAL_RECORDS_PROP);
@@ -744,21 +603,13 @@ public final class ParallelExportLoad {
     return table;
   }
 
-  private static String folder(Table table, String loadId) {
-    return DerivedFiles.location(table) + "export-loads/" + loadId + "/";
-  }
-
-  private static Plan readPlan(Table table, String loadId) {
-    return readJson(table, folder(table, loadId) + "plan.json", Plan.class, "the load's plan is missing");
-  }
-
   private List<WorkDone> allDone(Table table, Plan plan) {
     ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
     try {
       List<Future<WorkDone>> reads = new ArrayList<>();
       for (Work w : plan.work()) {
-        String path = folder(table, plan.loadId()) + "done/w" + w.work() + ".bin";
-        reads.add(pool.submit(() -> (WorkDone) deserialize(readBytes(table, path, "work item " + w.work()
+        String path = LoadFiles.folder(table, plan.loadId()) + "done/w" + w.work() + ".bin";
+        reads.add(pool.submit(() -> (WorkDone) LoadFiles.deserialize(LoadFiles.readBytes(table, path, "work item " + w.work()
             + " has not finished"))));
       }
       List<WorkDone> done = new ArrayList<>();
@@ -766,100 +617,6 @@ public final class ParallelExportLoad {
       return done;
     } finally {
       pool.shutdownNow();
-    }
-  }
-
-  /**
-   * Deletes the load's folder, the workers' index entries, and the data files and index parts of
-   * the load that {@code keep} does not name (all of them when aborting). The load's files are found
-   * by the load id in their names.
-   */
-  private int cleanUp(Table table, String loadId, Set<String> keep) {
-    List<String> doomed = new ArrayList<>();
-    try {
-      if (!(table.io() instanceof SupportsPrefixOperations io)) {
-        LOG.warn("The table's file IO cannot list files: files of failed attempts of load {} stay until orphan cleanup",
-            loadId);
-        return 0;
-      }
-      String data = table.location().endsWith("/") ? table.location() + "data/" : table.location() + "/data/";
-      // Each place on its own: an S3 table bucket may refuse listing its data while the derived
-      // files' bucket allows it.
-      for (String prefix : List.of(data, KeyIndex.fileLocation(table, "load-" + loadId + "-"), folder(table, loadId),
-          KeyIndex.fileLocation(table, "load-" + loadId + "/"))) {
-        try {
-          for (FileInfo f : io.listPrefix(prefix)) {
-            boolean ours = !prefix.equals(data) || f.location().contains(runIdOf(loadId) + "-w");
-            if (ours && !keep.contains(f.location())) {
-              doomed.add(f.location());
-            }
-          }
-        } catch (RuntimeException e) {
-          LOG.warn("Could not list {} for the files of load {} ({}); orphan cleanup takes any left", prefix, loadId,
-              e.toString());
-        }
-      }
-      if (io instanceof org.apache.iceberg.io.SupportsBulkOperations bulk) {
-        bulk.deleteFiles(doomed); // S3FileIO: a thousand keys a request
-      } else {
-        doomed.forEach(io::deleteFile);
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("Could not delete all files of load {} that are not in the table ({}); orphan cleanup takes the rest",
-          loadId, e.toString());
-    }
-    return doomed.size();
-  }
-
-  private static void writeJson(Table table, String path, Object value) {
-    try {
-      writeBytes(table, path, JSON.writeValueAsBytes(value));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static <T> T readJson(Table table, String path, Class<T> type, String ifMissing) {
-    try {
-      return JSON.readValue(readBytes(table, path, ifMissing), type);
-    } catch (IOException e) {
-      throw new IllegalStateException(path + " is not readable: " + e.getMessage(), e);
-    }
-  }
-
-  private static void writeBytes(Table table, String path, byte[] bytes) {
-    try (OutputStream out = table.io().newOutputFile(path).createOrOverwrite()) {
-      out.write(bytes);
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not write " + path, e);
-    }
-  }
-
-  private static byte[] readBytes(Table table, String path, String ifMissing) {
-    try (InputStream in = table.io().newInputFile(path).newStream()) {
-      return in.readAllBytes();
-    } catch (NotFoundException e) {
-      throw new IllegalStateException(ifMissing + " (" + path + " is missing)", e);
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not read " + path, e);
-    }
-  }
-
-  private static byte[] serialize(Object o) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-      out.writeObject(o);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return bytes.toByteArray();
-  }
-
-  private static Object deserialize(byte[] bytes) {
-    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes))) {
-      return in.readObject();
-    } catch (IOException | ClassNotFoundException e) {
-      throw new IllegalStateException("a worker's record is damaged: " + e.getMessage(), e);
     }
   }
 }
