@@ -1,13 +1,9 @@
 package dev.ddb2iceberg.faults;
 
-import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
-import dev.ddb2iceberg.commit.ExportProgress;
-import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
@@ -23,12 +19,8 @@ import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.table.TableItems;
-import dev.ddb2iceberg.workload.ExpectedTable;
 import dev.ddb2iceberg.workload.StreamEvents;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -39,23 +31,14 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.IcebergGenerics;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.io.CloseableIterable;
 
 /**
  * One seed's run of the whole pipeline: the source table changes, Lambda delivers its stream to the
@@ -89,11 +72,9 @@ final class PipelineHarness {
   private final StagingStore store;
   private final TableIdentifier id;
   private final FaultStats stats;
-  /** The changes in each staged object the stager wrote, by checkpoint token. */
-  private final Map<String, List<Change>> stagedObjects = new HashMap<>();
-  /** Tokens of every object some committed snapshot applied (snapshots may expire later). */
-  private final Set<String> applied = new HashSet<>();
-  private final List<String> trail = new ArrayList<>();
+  private final Trail trail;
+  private final SourceExport export;
+  private final Invariants invariants;
   /**
    * About one seed in three starts from a table that held items before its stream began: a
    * DynamoDB export (those items plus the stream's first changes) is loaded chunk by chunk, with
@@ -101,12 +82,6 @@ final class PipelineHarness {
    */
   private final Random exportRandom;
   private final boolean withExport;
-  /** Items only the export has (written before the stream), as changes older than any other. */
-  private final List<Change> history = new ArrayList<>();
-  /** The export's items in the order the export files hold them, as the loader turns them into changes. */
-  private final List<Change> exported = new ArrayList<>();
-  private static final int EXPORT_FILES = 3;
-  private String exportLocation;
   private boolean exportLoaded;
   /**
    * Half the seeds keep a change history (HISTORY_TABLE), which must hold each change of the
@@ -118,8 +93,6 @@ final class PipelineHarness {
   private final boolean withHistory;
   private final RemovalPolicy policy;
   private final TableIdentifier historyId;
-  /** Tokens of every object some history snapshot covered. */
-  private final Set<String> inHistory = new HashSet<>();
 
   PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
     this.seed = seed;
@@ -133,6 +106,7 @@ final class PipelineHarness {
     this.server = server;
     this.faults = server.faults();
     this.stats = stats;
+    this.trail = new Trail(seed);
     SourceTable.KeySchema keys = SourceTable.KeySchema.values()[random.nextInt(SourceTable.KeySchema.values().length)];
     this.source = new SourceTable(random, keys, 20 + random.nextInt(60), 1 + random.nextInt(3));
     Map<String, String> env = new LocalStack(server, bucket, dir).environment("orders");
@@ -168,6 +142,8 @@ final class PipelineHarness {
     if (withExport != exportLikely) {
       throw new IllegalStateException("the export draw changed: keep the policy draw in step with it");
     }
+    this.export = new SourceExport(withExport);
+    this.invariants = new Invariants(catalog, id, historyId, withHistory, policy, export, stats, trail);
     trail.add("seed " + seed + ": keys " + keys + ", " + source.shards().size() + " shards, " + env.get("PARTITION_SPEC")
         + ", v" + env.get("TABLE_FORMAT_VERSION") + (withExport ? ", initial load from an export" : "") + ", " + policy
         + (withHistory ? ", change history" : ""));
@@ -176,7 +152,7 @@ final class PipelineHarness {
   /** Random steps, then a fault-free drain and the final comparison with the source table. */
   void run(int steps) {
     if (withExport) {
-      writeExport();
+      export.write(exportRandom, source, server, settings.staging().bucket(), seed, trail, stats);
     }
     for (int step = 0; step < steps; step++) {
       if (withExport && !exportLoaded && exportRandom.nextInt(6) == 0) {
@@ -248,7 +224,7 @@ final class PipelineHarness {
   private BatchStager.Result stage(List<Change> batch) {
     BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
     if (r.complete() && r.stagedObject() != null) {
-      stagedObjects.put(Checkpoint.token(r.stagedObject()), List.copyOf(batch));
+      invariants.staged(Checkpoint.token(r.stagedObject()), batch);
     }
     return r;
   }
@@ -307,7 +283,7 @@ final class PipelineHarness {
     }
     runMerger(merger, kind);
     faults.clear();
-    checkTableMatchesItsCheckpoints("after " + kind);
+    invariants.checkTableMatchesItsCheckpoints("after " + kind);
   }
 
   /**
@@ -366,9 +342,9 @@ final class PipelineHarness {
       trail.add(kind + ": " + r.changesRead() + " changes from " + r.objectsApplied() + " objects, backlog "
           + r.backlogObjects() + ", attempts " + r.commitAttempts());
     } catch (RuntimeException e) {
-      trail.add(kind + ": failed (" + firstLine(e) + ")");
+      trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
     }
-    recordApplied();
+    invariants.recordApplied();
   }
 
   // ------------------------------------------------------------------ continuous mode
@@ -434,11 +410,11 @@ final class PipelineHarness {
         r = m.run();
       } finally {
         faults.clear();
-        recordApplied();
+        invariants.recordApplied();
       }
       trail.add("  continuous merge " + n + ": " + r.changesRead() + " changes from " + r.objectsApplied()
           + " objects, backlog " + r.backlogObjects());
-      checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
+      invariants.checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
       clock.moveTo(clock.instant().plusMillis(200 + random.nextInt(4_000)));
       return r;
     };
@@ -462,10 +438,10 @@ final class PipelineHarness {
           .run(clock.instant().plus(continuous.runLength()));
       trail.add("continuous run ended: " + r.merges().size() + " merges, " + r.stoppedBecause());
     } catch (RuntimeException e) {
-      trail.add("continuous run died after " + merges[0] + " merges (" + firstLine(e) + ")");
+      trail.add("continuous run died after " + merges[0] + " merges (" + Trail.firstLine(e) + ")");
     }
     faults.clear();
-    checkTableMatchesItsCheckpoints("after a continuous run");
+    invariants.checkTableMatchesItsCheckpoints("after a continuous run");
   }
 
   // ------------------------------------------------------------------ maintenance
@@ -480,7 +456,7 @@ final class PipelineHarness {
     if (!catalog.tableExists(id)) {
       return;
     }
-    recordApplied(); // before expiry can remove the snapshots that say what was applied
+    invariants.recordApplied(); // before expiry can remove the snapshots that say what was applied
     int mode = withFaults ? random.nextInt(100) : 99;
     // Sometimes days later, so snapshots expire and unreferenced files count as orphans.
     Clock clock = random.nextInt(3) == 0
@@ -516,41 +492,13 @@ final class PipelineHarness {
       }
       trail.add(kind + (clock.instant().isAfter(Instant.now().plus(Duration.ofDays(1))) ? " (10 days later)" : ""));
     } catch (RuntimeException e) {
-      trail.add(kind + ": failed (" + firstLine(e) + ")");
+      trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
     }
     faults.clear();
-    checkTableMatchesItsCheckpoints("after " + kind);
+    invariants.checkTableMatchesItsCheckpoints("after " + kind);
   }
 
   // ------------------------------------------------------------------ the initial load
-
-  /** Items from before the stream, some early stream changes, and an export of the table as it then is. */
-  private void writeExport() {
-    for (int i = 0; i < 40; i++) {
-      if (exportRandom.nextBoolean()) {
-        Map<String, DdbValue> image = new LinkedHashMap<>(source.key(i));
-        image.put("status", new DdbValue.S("legacy"));
-        image.put("total", new DdbValue.N(Integer.toString(exportRandom.nextInt(10_000))));
-        history.add(new Change(source.key(i), Operation.INSERT, image, "1", 0, false));
-      }
-    }
-    source.change(1 + exportRandom.nextInt(40)); // in the stream as well as in the export: overlap
-    ExpectedTable atExport = new ExpectedTable();
-    atExport.apply(history);
-    atExport.apply(source.changes());
-    Instant time = Instant.now();
-    List<Map<String, DdbValue>> items = new ArrayList<>(atExport.items().values());
-    for (Map<String, DdbValue> item : items) {
-      Map<String, DdbValue> key = new LinkedHashMap<>();
-      source.key(0).keySet().forEach(k -> key.put(k, item.get(k)));
-      exported.add(new Change(key, Operation.INSERT, item,
-          Long.toString(time.toEpochMilli() * 1000), time.toEpochMilli(), false));
-    }
-    exportLocation = new DynamoDbExportFiles(server.newClient(), settings.staging().bucket(), "exports/")
-        .writeFull("0176446080000" + seed % 10 + "-seed" + seed, time, items, EXPORT_FILES);
-    trail.add("export of " + items.size() + " items (" + history.size() + " from before the stream)");
-    stats.count("seeds with an initial load");
-  }
 
   /** One chunk of the export, sometimes with a fault. */
   private void loadExportChunk(boolean withFaults) {
@@ -582,170 +530,18 @@ final class PipelineHarness {
     }
     try {
       // A deadline already past: one chunk per call, as a Lambda running out of time would.
-      ExportLoadResult r = loader.run(new ExportLoader.Request(ExportLocation.parse(exportLocation),
+      ExportLoadResult r = loader.run(new ExportLoader.Request(ExportLocation.parse(export.location()),
           List.copyOf(source.key(0).keySet()), Duration.ofMinutes(5), true), Instant.now());
       exportLoaded = r.done();
       stats.add("export items loaded", r.itemsThisRun());
       trail.add(kind + ": " + r.itemsThisRun() + " items, " + r.itemsLoaded() + " of " + r.itemsInExport()
           + (r.done() ? ", done" : ""));
     } catch (RuntimeException e) {
-      trail.add(kind + ": failed (" + firstLine(e) + ")");
+      trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
     }
     faults.clear();
-    recordApplied();
-    checkTableMatchesItsCheckpoints("after " + kind);
-  }
-
-  /** The export items the table's load cursor says are in: whole files before it, lines before it in its file. */
-  private List<Change> loadedExportItems(Table table) {
-    if (!withExport) {
-      return List.of();
-    }
-    ExportProgress.Load load = ExportProgress.read(table).get(ExportLocation.parse(exportLocation).exportId());
-    if (load == null) {
-      return List.of();
-    }
-    List<Change> loaded = new ArrayList<>();
-    for (int i = 0; i < exported.size(); i++) { // DynamoDbExportFiles puts item i in file i % files, line i / files
-      int file = i % EXPORT_FILES;
-      if (file < load.file() || (file == load.file() && i / EXPORT_FILES < load.line())) {
-        loaded.add(exported.get(i));
-      }
-    }
-    return loaded;
-  }
-
-  // ------------------------------------------------------------------ checks
-
-  /** Adds the objects every merger snapshot still in the table says it applied. */
-  private void recordApplied() {
-    if (withHistory && catalog.tableExists(historyId)) {
-      for (Snapshot s : catalog.loadTable(historyId).snapshots()) {
-        String tokens = s.summary().get(PipelineProperties.APPLIED);
-        if (tokens != null) {
-          inHistory.addAll(Checkpoint.decode(tokens));
-        }
-      }
-    }
-    if (!catalog.tableExists(id)) {
-      return;
-    }
-    Table table = catalog.loadTable(id);
-    for (Snapshot s : table.snapshots()) {
-      String tokens = s.summary().get(PipelineProperties.APPLIED);
-      if (tokens != null) {
-        applied.addAll(Checkpoint.decode(tokens));
-      }
-    }
-  }
-
-  /** The table holds exactly the changes of the staged objects applied so far: no more, no less. */
-  private void checkTableMatchesItsCheckpoints(String when) {
-    recordApplied();
-    if (!catalog.tableExists(id)) {
-      return;
-    }
-    ExpectedTable expected = new ExpectedTable();
-    List<Change> changes = new ArrayList<>();
-    for (String token : applied) {
-      List<Change> object = stagedObjects.get(token);
-      if (object == null) {
-        throw failure(when + ": the table says it applied staged object " + token + ", which the stager never wrote");
-      }
-      changes.addAll(object);
-    }
-    changes.addAll(loadedExportItems(catalog.loadTable(id)));
-    expected.apply(changes, policy); // each key's changes in sequence order, as the merger keeps them
-    compare(expected, when);
-    checkOneDeleteFilePerDataFile(when);
-    checkHistory(when);
-  }
-
-  /**
-   * The table's shape: no data file carries two delete files (format v2: its file-scoped position
-   * deletes are carried into one new file by every merge that touches it) or two deletion vectors (v3).
-   */
-  private void checkOneDeleteFilePerDataFile(String when) {
-    Table table = catalog.loadTable(id);
-    if (table.currentSnapshot() == null) {
-      return;
-    }
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-      for (FileScanTask task : tasks) {
-        if (task.deletes().size() > 1) {
-          throw failure(when + ": data file " + task.file().location() + " carries " + task.deletes().size()
-              + " delete files, expected at most one: " + task.deletes().stream().map(d -> d.location()).toList());
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  /**
-   * The change history holds each change of the staged objects its checkpoints name exactly once:
-   * none twice (a redelivered batch, a crash between its commit and the table's, a retry), none
-   * missing, each as the stream carried it.
-   */
-  private void checkHistory(String when) {
-    if (!withHistory || !catalog.tableExists(historyId)) {
-      return;
-    }
-    Map<String, Change> expected = new HashMap<>();
-    for (String token : inHistory) {
-      List<Change> object = stagedObjects.get(token);
-      if (object == null) {
-        throw failure(when + ": the history says it covered staged object " + token + ", which the stager never wrote");
-      }
-      object.forEach(c -> expected.put(c.sequenceNumber(), c));
-    }
-    checkHistoryHolds(expected, when);
-  }
-
-  private void checkHistoryHolds(Map<String, Change> expected, String when) {
-    Map<String, Change> actual = new HashMap<>();
-    for (Change c : ChangeHistory.changes(catalog.loadTable(historyId))) {
-      if (actual.put(c.sequenceNumber(), c) != null) {
-        throw failure(when + ": the change history holds change " + c.sequenceNumber() + " twice");
-      }
-    }
-    if (!expected.equals(actual)) {
-      List<String> diff = new ArrayList<>();
-      expected.keySet().stream().filter(k -> !actual.containsKey(k)).limit(5).forEach(k -> diff.add("missing " + k));
-      actual.keySet().stream().filter(k -> !expected.containsKey(k)).limit(5).forEach(k -> diff.add("unexpected " + k));
-      expected.keySet().stream().filter(k -> actual.containsKey(k) && !actual.get(k).equals(expected.get(k))).limit(5)
-          .forEach(k -> diff.add("differs " + k + ": expected " + expected.get(k) + " but was " + actual.get(k)));
-      throw failure(when + ": the change history (" + actual.size() + " changes) differs from the model's change log ("
-          + expected.size() + " changes): " + diff);
-    }
-    stats.count("change history checks");
-  }
-
-  private void compare(ExpectedTable model, String when) {
-    Map<Map<String, DdbValue>, Map<String, DdbValue>> expected = model.items();
-    Table table = catalog.loadTable(id);
-    Map<Map<String, DdbValue>, Map<String, DdbValue>> actual = TableItems.read(table);
-    long rows = 0;
-    try (CloseableIterable<Record> all = IcebergGenerics.read(table).build()) {
-      for (Record ignored : all) {
-        rows++;
-      }
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
-    if (rows != actual.size()) {
-      throw failure(when + ": " + rows + " rows for " + actual.size() + " keys: duplicated rows");
-    }
-    if (!expected.equals(actual)) {
-      throw failure(when + ": the table differs from the model: " + ExpectedTable.diff(expected, actual));
-    }
-    if (!policy.equals(RemovalPolicy.DEFAULT)) {
-      var marks = TableItems.marks(table);
-      if (!model.marks().equals(marks)) {
-        throw failure(when + ": the removal marks differ from the model's: expected " + model.marks() + " but were "
-            + marks);
-      }
-    }
+    invariants.recordApplied();
+    invariants.checkTableMatchesItsCheckpoints("after " + kind);
   }
 
   /** No more faults: deliver everything, merge until nothing waits, maintain, compare with the source. */
@@ -754,7 +550,7 @@ final class PipelineHarness {
       loadExportChunk(false);
     }
     if (withExport && !exportLoaded) {
-      throw failure("the export is still not loaded after the drain");
+      throw trail.failure("the export is still not loaded after the drain");
     }
     source.closeAll();
     while (source.shards().stream().anyMatch(SourceTable.Shard::readable)) {
@@ -767,40 +563,14 @@ final class PipelineHarness {
       }
     }
     if (!store.list().isEmpty()) {
-      throw failure("staged objects still waiting after the drain: " + store.list().size());
+      throw trail.failure("staged objects still waiting after the drain: " + store.list().size());
     }
     maintain(false);
-    ExpectedTable all = new ExpectedTable();
-    all.apply(history, policy);
-    all.apply(source.changes(), policy);
-    if (withHistory && !source.changes().isEmpty()) {
-      Map<String, Change> everyChange = new HashMap<>();
-      source.changes().forEach(c -> everyChange.put(c.sequenceNumber(), c));
-      checkHistoryHolds(everyChange, "at the end: every change of the stream");
-    }
-    if (catalog.tableExists(id)) {
-      compare(all, "at the end");
-    } else if (!all.items().isEmpty()) {
-      throw failure("no table at the end, but the source has " + all.items().size() + " items");
-    }
-    stats.add("changes made at the source", source.changes().size());
-    stats.add("items in the final table", all.items().size());
-    stats.add("items near 400 KB", source.bigItems);
+    invariants.checkAtTheEnd(source);
     stats.count("seeds");
-  }
-
-  private AssertionError failure(String what) {
-    return new AssertionError("seed " + seed + " (rerun: mvn -pl faults test -Dtest=PipelineUnderFaultsTest -Dfaults.seed=" + seed + "): " + what
-        + "\nsteps:\n  " + String.join("\n  ", trail));
   }
 
   private static String describe(List<Change> batch) {
     return batch.size() + " records " + batch.get(0).sequenceNumber() + ".." + batch.get(batch.size() - 1).sequenceNumber();
-  }
-
-  private static String firstLine(Throwable e) {
-    String m = e.getClass().getSimpleName() + ": " + e.getMessage();
-    int nl = m.indexOf('\n');
-    return nl < 0 ? m : m.substring(0, nl);
   }
 }
