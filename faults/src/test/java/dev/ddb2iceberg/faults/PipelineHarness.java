@@ -1,19 +1,19 @@
 package dev.ddb2iceberg.faults;
 
 import dev.ddb2iceberg.commit.Checkpoint;
-import dev.ddb2iceberg.load.ExportLoadResult;
-import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.LocalStack;
 import dev.ddb2iceberg.embedded.UnknownOutcomeCatalog;
+import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.load.ExportLoadResult;
+import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.export.ExportLocation;
-import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
@@ -22,18 +22,18 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.workload.StreamEvents;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneId;
 import java.time.ZoneOffset;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.iceberg.Table;
@@ -48,6 +48,10 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * must equal the model of exactly the staged objects its checkpoints say were applied; at the end,
  * after a fault-free drain, it must equal the source table: nothing lost, nothing duplicated, no
  * deleted item back.
+ *
+ * <p>{@link FaultPlan} draws what happens when, {@link Invariants} checks the table after each step
+ * and at the end, {@link SourceExport} is the export an initial load reads, {@link Trail} the steps
+ * a failure quotes; the stream's delivery and the pipeline's parts are still run here.
  */
 final class PipelineHarness {
   /** Thrown by injected crashes: the process dies here, as a Lambda whose sandbox is killed. */
@@ -57,148 +61,121 @@ final class PipelineHarness {
     }
   }
 
-  private final long seed;
-  /**
-   * Every other seed finds live rows through the key index, so both lookups face every fault; one in
-   * four rewrites small files it touches (and continuous runs always do).
-   */
-  private final MergeOptions defaults;
-  private final Random random;
-  private final EmbeddedS3Server server;
-  private final FaultInjectingBlobStore faults;
+  private final FaultPlan plan;
   private final SourceTable source;
+  private final EmbeddedS3Server server;
   private final MaintenanceSettings settings;
-  private final Catalog catalog;
   private final StagingStore store;
-  private final TableIdentifier id;
   private final FaultStats stats;
   private final Trail trail;
   private final SourceExport export;
   private final Invariants invariants;
-  /**
-   * About one seed in three starts from a table that held items before its stream began: a
-   * DynamoDB export (those items plus the stream's first changes) is loaded chunk by chunk, with
-   * faults, while the stream flows. Its own random source leaves the other seeds' runs as they were.
-   */
-  private final Random exportRandom;
-  private final boolean withExport;
-  private boolean exportLoaded;
-  /**
-   * Half the seeds keep a change history (HISTORY_TABLE), which must hold each change of the
-   * objects its checkpoints name exactly once after every run; and seeds without an export merge
-   * under a random removal policy (an export loaded later than the stream's removals of its items
-   * cannot bring their rows back to keep them, so those seeds keep the default). Their own random
-   * source leaves the other draws as they were.
-   */
-  private final boolean withHistory;
-  private final RemovalPolicy policy;
+  private final MergeOptions defaults;
+  private final FaultInjectingBlobStore faults;
+  private final Catalog catalog;
+  private final TableIdentifier id;
   private final TableIdentifier historyId;
+  private final boolean withHistory;
+  private boolean exportLoaded;
 
   PipelineHarness(long seed, EmbeddedS3Server server, String bucket, Path dir, FaultStats stats) {
-    this.seed = seed;
-    // Merges fold small files (the default); one seed in four turns that off, so merges also give
-    // small files deletes, carried from merge to merge. A small budget on half the folding seeds
-    // leaves files for later merges to fold.
-    MergeOptions options = MergeOptions.DEFAULTS.withKeyIndex(seed % 2 == 0);
-    this.defaults = seed % 4 == 1 ? options.withRewriteFilesBelow(0)
-        : seed % 8 == 3 ? options.withRewriteBytesPerMerge(8 << 10) : options;
-    this.random = new Random(seed);
+    this.plan = new FaultPlan(seed);
+    this.source = plan.source();
     this.server = server;
-    this.faults = server.faults();
     this.stats = stats;
     this.trail = new Trail(seed);
-    SourceTable.KeySchema keys = SourceTable.KeySchema.values()[random.nextInt(SourceTable.KeySchema.values().length)];
-    this.source = new SourceTable(random, keys, 20 + random.nextInt(60), 1 + random.nextInt(3));
     Map<String, String> env = new LocalStack(server, bucket, dir).environment("orders");
-    Random optionsRandom = new Random(seed * 131 + 17);
-    this.withHistory = optionsRandom.nextBoolean();
-    if (withHistory) {
-      env.put("HISTORY_TABLE", "orders_history");
-    }
-    boolean exportLikely = new Random(seed * 31 + 7).nextInt(3) == 0; // as exportRandom draws it below
-    if (!exportLikely && optionsRandom.nextBoolean()) {
-      env.put("TTL_EXPIRIES", List.of("delete", "keep", "mark").get(optionsRandom.nextInt(3)));
-      env.put("DELETES", optionsRandom.nextBoolean() ? "soft" : "hard");
-    }
-    env.put("PARTITION_SPEC", random.nextBoolean() ? "none" : "bucket(4, " + source.key(0).keySet().iterator().next() + ")");
-    env.put("TABLE_FORMAT_VERSION", random.nextInt(4) == 0 ? "3" : "2");
+    plan.configure(env);
     // Iceberg's S3FileIO waits 2 to 20 s between retries by default; injected errors need no wait.
     env.put("CATALOG_PROPERTIES", env.get("CATALOG_PROPERTIES")
         + ",s3.retry.num-retries=1,s3.retry.min-wait-ms=10,s3.retry.max-wait-ms=50");
     this.settings = MaintenanceSettings.from(new Environment(env));
+    this.defaults = plan.mergeDefaults();
+    this.faults = server.faults();
+    this.withHistory = plan.withHistory();
     this.catalog = settings.catalog().load();
     this.store = new StagingStore(server.newClient(), settings.staging());
     this.id = TableIdentifier.of(settings.table().namespace(), settings.table().name());
     this.historyId = TableIdentifier.of(settings.table().namespace(), "orders_history");
-    this.policy = settings.table().removals();
-    this.exportRandom = new Random(seed * 31 + 7);
-    this.withExport = exportRandom.nextInt(3) == 0;
-    if (withHistory) {
+    RemovalPolicy policy = settings.table().removals();
+    if (plan.withHistory()) {
       stats.count("seeds with a change history");
     }
     if (!policy.equals(RemovalPolicy.DEFAULT)) {
       stats.count("seeds under " + policy);
     }
-    if (withExport != exportLikely) {
-      throw new IllegalStateException("the export draw changed: keep the policy draw in step with it");
-    }
-    this.export = new SourceExport(withExport);
-    this.invariants = new Invariants(catalog, id, historyId, withHistory, policy, export, stats, trail);
-    trail.add("seed " + seed + ": keys " + keys + ", " + source.shards().size() + " shards, " + env.get("PARTITION_SPEC")
-        + ", v" + env.get("TABLE_FORMAT_VERSION") + (withExport ? ", initial load from an export" : "") + ", " + policy
-        + (withHistory ? ", change history" : ""));
+    this.export = new SourceExport(plan.withExport());
+    this.invariants = new Invariants(catalog, id, historyId, plan.withHistory(), policy, export, stats, trail);
+    trail.add("seed " + seed + ": keys " + plan.keys() + ", " + source.shards().size() + " shards, " + env.get("PARTITION_SPEC")
+        + ", v" + env.get("TABLE_FORMAT_VERSION") + (plan.withExport() ? ", initial load from an export" : "") + ", " + policy
+        + (plan.withHistory() ? ", change history" : ""));
   }
 
   /** Random steps, then a fault-free drain and the final comparison with the source table. */
   void run(int steps) {
-    if (withExport) {
-      export.write(exportRandom, source, server, settings.staging().bucket(), seed, trail, stats);
+    if (plan.withExport()) {
+      export.write(plan, source, server, settings.staging().bucket(), trail, stats);
     }
     for (int step = 0; step < steps; step++) {
-      if (withExport && !exportLoaded && exportRandom.nextInt(6) == 0) {
+      if (plan.loadExportChunkNow(exportLoaded())) {
         loadExportChunk(true);
       }
-      int what = random.nextInt(100);
-      if (what < 30) {
-        source.change(1 + random.nextInt(60));
-        if (random.nextInt(8) == 0) {
-          source.split();
-          stats.count("shard splits");
+      switch (plan.nextStep()) {
+        case CHANGE -> {
+          source.change(plan.changes(60));
+          if (plan.split()) {
+            source.split();
+            stats.count("shard splits");
+          }
         }
-      } else if (what < 60) {
-        deliverOneBatch(true);
-      } else if (what < 80) {
-        merge(true);
-      } else if (what < 85) {
-        continuousRun();
-      } else {
-        maintain(true);
+        case DELIVER -> deliverOneBatch(true);
+        case MERGE -> merge(true);
+        case CONTINUOUS_RUN -> continuousRun(this::streamFlowsWhileTheMergerWaits);
+        case MAINTAIN -> maintain(true);
       }
     }
     drain();
   }
 
+  /** While a continuous run waits: the stream delivers a few batches, the source changes, maintenance sometimes runs. */
+  private void streamFlowsWhileTheMergerWaits() {
+    for (int i = plan.deliveriesWhileWaiting(); i > 0; i--) {
+      if (plan.changeWhileWaiting()) {
+        source.change(plan.changes(30));
+      }
+      deliverOneBatch(true);
+    }
+    if (plan.maintainWhileWaiting()) {
+      maintain(true);
+    }
+  }
+
   // ------------------------------------------------------------------ the stream and the stager
 
-  private void deliverOneBatch(boolean withFaults) {
+  /** Whether some shard still has records Lambda can deliver. */
+  boolean anyReadable() {
+    return source.shards().stream().anyMatch(SourceTable.Shard::readable);
+  }
+
+  void deliverOneBatch(boolean withFaults) {
     List<SourceTable.Shard> readable = source.shards().stream().filter(SourceTable.Shard::readable).toList();
     if (readable.isEmpty()) {
       return;
     }
-    SourceTable.Shard shard = readable.get(random.nextInt(readable.size()));
-    int size = Math.min(1 + random.nextInt(80), shard.records.size() - shard.delivered);
+    FaultPlan.Delivery delivery = plan.delivery(readable.size(), withFaults);
+    SourceTable.Shard shard = readable.get(delivery.shard());
+    int size = Math.min(delivery.size(), shard.records.size() - shard.delivered);
     List<Change> batch = new ArrayList<>(shard.records.subList(shard.delivered, shard.delivered + size));
-    int mode = withFaults ? random.nextInt(100) : 99;
-    if (mode < 12) {
+    if (delivery.fault() == FaultPlan.DeliveryFault.S3_DOWN) {
       faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1, k -> k.startsWith(settings.staging().stagingPrefix()));
       stats.count("S3 PUT errors while staging");
     }
     BatchStager.Result r = stage(batch);
     faults.clear();
-    if (mode < 12) {
+    if (delivery.fault() == FaultPlan.DeliveryFault.S3_DOWN) {
       // Lambda: the function reported a failed record, or (bisect) failed; it retries from there.
       trail.add("stage " + describe(batch) + " with S3 down: " + (r.complete() ? "staged" : "not staged"));
-      if (!r.complete() && random.nextBoolean() && batch.size() > 1) {
+      if (!r.complete() && plan.bisect() && batch.size() > 1) {
         stats.count("bisected batches");
         stage(batch.subList(0, batch.size() / 2));
         trail.add("  bisected: first half staged alone");
@@ -206,14 +183,14 @@ final class PipelineHarness {
       return; // not acknowledged: redelivered from the failed record next time
     }
     if (!r.complete()) {
-      throw new AssertionError("seed " + seed + ": staging failed without an injected fault: " + r.failure());
+      throw new AssertionError("seed " + trail.seed() + ": staging failed without an injected fault: " + r.failure());
     }
-    if (mode < 22) {
+    if (delivery.fault() == FaultPlan.DeliveryFault.CRASH_BEFORE_ACKNOWLEDGING) {
       stats.count("stager crashes after staging, before acknowledging");
       trail.add("stage " + describe(batch) + ", crash before acknowledging");
       return; // Lambda saw no answer: the whole batch comes again
     }
-    if (mode < 30) {
+    if (delivery.fault() == FaultPlan.DeliveryFault.TWICE) {
       stats.count("batches delivered twice");
       stage(batch);
     }
@@ -221,7 +198,14 @@ final class PipelineHarness {
     trail.add("stage " + describe(batch) + " from shard " + shard.id);
   }
 
-  private BatchStager.Result stage(List<Change> batch) {
+  private static String describe(List<Change> batch) {
+    return batch.size() + " records " + batch.get(0).sequenceNumber() + ".." + batch.get(batch.size() - 1).sequenceNumber();
+  }
+
+  // ------------------------------------------------------------------ the stager
+
+  /** The stager, given one batch as Lambda delivers it; what it staged joins the oracle. */
+  BatchStager.Result stage(List<Change> batch) {
     BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
     if (r.complete() && r.stagedObject() != null) {
       invariants.staged(Checkpoint.token(r.stagedObject()), batch);
@@ -231,52 +215,70 @@ final class PipelineHarness {
 
   // ------------------------------------------------------------------ the merger
 
-  private void merge(boolean withFaults) {
-    int mode = withFaults ? random.nextInt(100) : 99;
-    MergeOptions options = random.nextInt(4) == 0 ? defaults.withMaxChanges(1 + random.nextInt(80)) : defaults;
-    if (random.nextInt(3) == 0) {
-      options = options.withoutKeyIndexCache(); // a new container: the index comes from storage, damage and all
-    }
+  void merge(boolean withFaults) {
     boolean tableExists = catalog.tableExists(id);
+    FaultPlan.MergeRun run = plan.merge(withFaults, tableExists);
     Catalog mergeCatalog = catalog;
     String kind = "merge";
-    if (mode < 8) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + random.nextInt(3),
-          k -> k.startsWith(settings.staging().stagingPrefix()));
-      kind = "S3 GET errors reading staged changes";
-    } else if (mode < 16) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, 1, k -> k.startsWith(settings.staging().stagingPrefix()));
-      kind = "S3 DELETE errors after the commit (crash before staged objects are deleted)";
-    } else if (mode < 22) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + random.nextInt(4), k -> k.contains("/data/"));
-      kind = "S3 PUT errors writing data files";
-    } else if (mode < 28) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.LIST, 1, k -> true);
-      kind = "S3 LIST errors listing staged changes";
-    } else if (mode < 36 && tableExists) {
-      mergeCatalog = new UnknownOutcomeCatalog(catalog, random.nextBoolean());
-      kind = "commit outcome unknown (CommitStateUnknownException)";
-    } else if (mode >= 58 && mode < 62 && defaults.keyIndex()) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + random.nextInt(3), k -> k.contains("/key-index/"));
-      kind = "S3 GET errors reading the key index";
-    } else if (mode >= 62 && mode < 66 && defaults.keyIndex()) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + random.nextInt(3), k -> k.contains("/key-index/"));
-      kind = "S3 PUT errors writing the key index";
-    } else if (mode >= 66 && mode < 72 && defaults.keyIndex() && tableExists && damageKeyIndexFile()) {
-      kind = "a key index file lost or truncated";
+    switch (run.fault()) {
+      case S3_GET_STAGED -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(),
+            k -> k.startsWith(settings.staging().stagingPrefix()));
+        kind = "S3 GET errors reading staged changes";
+      }
+      case S3_DELETE_STAGED -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures(),
+            k -> k.startsWith(settings.staging().stagingPrefix()));
+        kind = "S3 DELETE errors after the commit (crash before staged objects are deleted)";
+      }
+      case S3_PUT_DATA -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/data/"));
+        kind = "S3 PUT errors writing data files";
+      }
+      case S3_LIST_STAGED -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.LIST, run.failures(), k -> true);
+        kind = "S3 LIST errors listing staged changes";
+      }
+      case COMMIT_OUTCOME_UNKNOWN -> {
+        mergeCatalog = new UnknownOutcomeCatalog(catalog, run.committed());
+        kind = "commit outcome unknown (CommitStateUnknownException)";
+      }
+      case S3_GET_KEY_INDEX -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(), k -> k.contains("/key-index/"));
+        kind = "S3 GET errors reading the key index";
+      }
+      case S3_PUT_KEY_INDEX -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/key-index/"));
+        kind = "S3 PUT errors writing the key index";
+      }
+      case KEY_INDEX_DAMAGED -> {
+        if (damageKeyIndexFile()) {
+          kind = "a key index file lost or truncated";
+        }
+      }
+      default -> {
+        // the merger's own hooks, below
+      }
     }
-    Merger merger = new Merger(mergeCatalog, settings.table(), store, options);
-    if (mode >= 36 && mode < 44) {
-      kind = "merger crashes before its commit";
-      merger.beforeCommit(t -> {
-        throw new InjectedCrash("before the merge commit");
-      });
-    } else if (mode >= 44 && mode < 52 && tableExists) {
-      kind = "maintenance commits while a merge is planning";
-      merger.beforeCommit(onFirstAttempt(this::racingMaintenance));
-    } else if (mode >= 52 && mode < 58 && tableExists) {
-      kind = "another merger commits first";
-      merger.beforeCommit(onFirstAttempt(this::racingMerger));
+    Merger merger = new Merger(mergeCatalog, settings.table(), store, run.options());
+    switch (run.fault()) {
+      case CRASH_BEFORE_COMMIT -> {
+        kind = "merger crashes before its commit";
+        merger.beforeCommit(t -> {
+          throw new PipelineHarness.InjectedCrash("before the merge commit");
+        });
+      }
+      case RACING_MAINTENANCE -> {
+        kind = "maintenance commits while a merge is planning";
+        merger.beforeCommit(onFirstAttempt(this::racingMaintenance));
+      }
+      case RACING_MERGER -> {
+        kind = "another merger commits first";
+        merger.beforeCommit(onFirstAttempt(this::racingMerger));
+      }
+      default -> {
+        // armed above, or none
+      }
     }
     if (!kind.equals("merge")) {
       stats.count(kind);
@@ -296,9 +298,10 @@ final class PipelineHarness {
     if (files.isEmpty()) {
       return false;
     }
-    String victim = files.get(random.nextInt(files.size()));
+    FaultPlan.KeyIndexDamage damage = plan.keyIndexDamage(files.size());
+    String victim = files.get(damage.file());
     try {
-      if (random.nextBoolean()) {
+      if (damage.lost()) {
         table.io().deleteFile(victim);
         trail.add("lost key index file " + victim);
       } else {
@@ -308,8 +311,8 @@ final class PipelineHarness {
         }
         trail.add("truncated key index file " + victim);
       }
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
     return true;
   }
@@ -363,47 +366,55 @@ final class PipelineHarness {
     }
 
     @Override
-    public java.time.ZoneId getZone() {
+    public ZoneId getZone() {
       return ZoneOffset.UTC;
     }
 
     @Override
-    public Clock withZone(java.time.ZoneId zone) {
+    public Clock withZone(ZoneId zone) {
       return this;
     }
   }
 
   /**
    * A continuous merger run ({@link ContinuousMerge}) on a clock the harness moves. While it waits
-   * between merges the stream delivers batches and maintenance sometimes runs; its merges meet S3
-   * errors and a racing maintenance commit; about one run in three dies before one of its commits,
-   * as a sandbox killed mid-loop. After each of its merges, and after the run, the table must equal
-   * its checkpoints.
+   * between merges {@code whileWaiting} runs (the stream delivers batches, maintenance sometimes
+   * runs); its merges meet S3 errors and a racing maintenance commit; about one run in three dies
+   * before one of its commits, as a sandbox killed mid-loop. After each of its merges, and after
+   * the run, the table must equal its checkpoints.
    */
-  private void continuousRun() {
+  void continuousRun(Runnable whileWaiting) {
     stats.count("continuous merger runs");
     SteppingClock clock = new SteppingClock();
-    int crashAt = random.nextInt(3) == 0 ? 1 + random.nextInt(4) : -1;
+    int crashAt = plan.continuousRunDiesAt();
     int[] merges = {0};
     Supplier<MergeResult> merge = () -> {
       int n = ++merges[0];
       stats.count("merges in continuous runs");
       Merger m = new Merger(catalog, settings.table(), store, defaults);
-      int mode = random.nextInt(100);
-      if (n == crashAt) {
-        stats.count("continuous runs dying before a commit mid-loop");
-        m.beforeCommit(t -> {
-          throw new InjectedCrash("before a commit in the middle of a continuous run");
-        });
-      } else if (mode < 20 && catalog.tableExists(id)) {
-        stats.count("maintenance commits while a continuous run's merge is planning");
-        m.beforeCommit(onFirstAttempt(this::racingMaintenance));
-      } else if (mode < 28) {
-        stats.count("S3 DELETE errors after a continuous run's commit");
-        faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, 1, k -> k.startsWith(settings.staging().stagingPrefix()));
-      } else if (mode < 34) {
-        stats.count("S3 PUT errors in a continuous run's merge");
-        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + random.nextInt(3), k -> k.contains("/data/"));
+      FaultPlan.ContinuousMergeRun run = plan.continuousMerge(n, crashAt, () -> catalog.tableExists(id));
+      switch (run.fault()) {
+        case CRASH_BEFORE_COMMIT -> {
+          stats.count("continuous runs dying before a commit mid-loop");
+          m.beforeCommit(t -> {
+            throw new PipelineHarness.InjectedCrash("before a commit in the middle of a continuous run");
+          });
+        }
+        case RACING_MAINTENANCE -> {
+          stats.count("maintenance commits while a continuous run's merge is planning");
+          m.beforeCommit(onFirstAttempt(this::racingMaintenance));
+        }
+        case S3_DELETE_STAGED -> {
+          stats.count("S3 DELETE errors after a continuous run's commit");
+          faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures(),
+              k -> k.startsWith(settings.staging().stagingPrefix()));
+        }
+        case S3_PUT_DATA -> {
+          stats.count("S3 PUT errors in a continuous run's merge");
+          faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/data/"));
+        }
+        case NONE -> {
+        }
       }
       MergeResult r;
       try {
@@ -415,20 +426,12 @@ final class PipelineHarness {
       trail.add("  continuous merge " + n + ": " + r.changesRead() + " changes from " + r.objectsApplied()
           + " objects, backlog " + r.backlogObjects());
       invariants.checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
-      clock.moveTo(clock.instant().plusMillis(200 + random.nextInt(4_000)));
+      clock.moveTo(clock.instant().plusMillis(plan.mergeMillis()));
       return r;
     };
     ContinuousMerge.Pause streamFlows = t -> {
       clock.moveTo(t);
-      for (int i = 1 + random.nextInt(3); i > 0; i--) {
-        if (random.nextBoolean()) {
-          source.change(1 + random.nextInt(30));
-        }
-        deliverOneBatch(true);
-      }
-      if (random.nextInt(6) == 0) {
-        maintain(true);
-      }
+      whileWaiting.run();
     };
     ContinuousMerge.Settings continuous = new ContinuousMerge.Settings(ContinuousMerge.Mode.CONTINUOUS,
         Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(55), Duration.ofSeconds(30));
@@ -452,31 +455,37 @@ final class PipelineHarness {
         "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(), clock);
   }
 
-  private void maintain(boolean withFaults) {
+  void maintain(boolean withFaults) {
     if (!catalog.tableExists(id)) {
       return;
     }
     invariants.recordApplied(); // before expiry can remove the snapshots that say what was applied
-    int mode = withFaults ? random.nextInt(100) : 99;
-    // Sometimes days later, so snapshots expire and unreferenced files count as orphans.
-    Clock clock = random.nextInt(3) == 0
+    FaultPlan.MaintenanceRun run = plan.maintenance(withFaults);
+    Clock clock = run.tenDaysLater()
         ? Clock.fixed(Instant.now().plus(Duration.ofDays(10)), ZoneOffset.UTC) : Clock.systemUTC();
     Maintenance m = maintenance(clock);
     String kind = "maintenance";
-    if (mode < 15) {
-      kind = "maintenance crashes in the middle of compaction";
-      m.beforeCompactionCommit(t -> {
-        throw new InjectedCrash("between compaction's writes and its commit");
-      });
-    } else if (mode < 25) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, 1 + random.nextInt(3));
-      kind = "S3 DELETE errors during maintenance";
-    } else if (mode < 35) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + random.nextInt(20), k -> k.contains("/data/"));
-      kind = "S3 GET errors during compaction";
-    } else if (mode < 45) {
-      kind = "a merge commits while compaction is rewriting";
-      m.beforeCompactionCommit(t -> racingMerger());
+    switch (run.fault()) {
+      case CRASH_IN_COMPACTION -> {
+        kind = "maintenance crashes in the middle of compaction";
+        m.beforeCompactionCommit(t -> {
+          throw new PipelineHarness.InjectedCrash("between compaction's writes and its commit");
+        });
+      }
+      case S3_DELETE -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures());
+        kind = "S3 DELETE errors during maintenance";
+      }
+      case S3_GET_DATA -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(), k -> k.contains("/data/"));
+        kind = "S3 GET errors during compaction";
+      }
+      case RACING_MERGER -> {
+        kind = "a merge commits while compaction is rewriting";
+        m.beforeCompactionCommit(t -> racingMerger());
+      }
+      case NONE -> {
+      }
     }
     if (!kind.equals("maintenance")) {
       stats.count(kind);
@@ -500,30 +509,43 @@ final class PipelineHarness {
 
   // ------------------------------------------------------------------ the initial load
 
+  /** Whether the export loader has loaded the whole export. */
+  boolean exportLoaded() {
+    return exportLoaded;
+  }
+
   /** One chunk of the export, sometimes with a fault. */
-  private void loadExportChunk(boolean withFaults) {
-    int mode = withFaults ? exportRandom.nextInt(100) : 99;
+  void loadExportChunk(boolean withFaults) {
     boolean tableExists = catalog.tableExists(id);
+    FaultPlan.ExportChunk chunk = plan.exportChunk(withFaults, tableExists);
     ExportLoader loader = new ExportLoader(catalog, settings.table(), store,
-        defaults.withMaxChanges(1 + exportRandom.nextInt(30)), server.newClient());
+        defaults.withMaxChanges(chunk.maxChanges()), server.newClient());
     String kind = "export chunk";
-    if (mode < 10) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.GET, 1 + exportRandom.nextInt(3), k -> k.startsWith("exports/"));
-      kind = "S3 GET errors reading the export";
-    } else if (mode < 20) {
-      faults.failFrom(FaultInjectingBlobStore.Operation.PUT, 1 + exportRandom.nextInt(3), k -> k.contains("/data/"));
-      kind = "S3 PUT errors writing a loaded chunk";
-    } else if (mode < 30) {
-      kind = "loader crashes before a chunk's commit";
-      loader.beforeCommit(t -> {
-        throw new InjectedCrash("before the export chunk's commit");
-      });
-    } else if (mode < 40 && tableExists) {
-      kind = "a merge commits while a chunk is planned";
-      loader.beforeCommit(onFirstAttempt(this::racingMerger));
-    } else if (mode < 50 && tableExists) {
-      kind = "maintenance commits while a chunk is planned";
-      loader.beforeCommit(onFirstAttempt(this::racingMaintenance));
+    switch (chunk.fault()) {
+      case S3_GET_EXPORT -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.GET, chunk.failures(), k -> k.startsWith("exports/"));
+        kind = "S3 GET errors reading the export";
+      }
+      case S3_PUT_DATA -> {
+        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, chunk.failures(), k -> k.contains("/data/"));
+        kind = "S3 PUT errors writing a loaded chunk";
+      }
+      case CRASH_BEFORE_COMMIT -> {
+        kind = "loader crashes before a chunk's commit";
+        loader.beforeCommit(t -> {
+          throw new PipelineHarness.InjectedCrash("before the export chunk's commit");
+        });
+      }
+      case RACING_MERGER -> {
+        kind = "a merge commits while a chunk is planned";
+        loader.beforeCommit(onFirstAttempt(this::racingMerger));
+      }
+      case RACING_MAINTENANCE -> {
+        kind = "maintenance commits while a chunk is planned";
+        loader.beforeCommit(onFirstAttempt(this::racingMaintenance));
+      }
+      case NONE -> {
+      }
     }
     if (!kind.equals("export chunk")) {
       stats.count(kind);
@@ -531,7 +553,7 @@ final class PipelineHarness {
     try {
       // A deadline already past: one chunk per call, as a Lambda running out of time would.
       ExportLoadResult r = loader.run(new ExportLoader.Request(ExportLocation.parse(export.location()),
-          List.copyOf(source.key(0).keySet()), Duration.ofMinutes(5), true), Instant.now());
+          List.copyOf(plan.source().key(0).keySet()), Duration.ofMinutes(5), true), Instant.now());
       exportLoaded = r.done();
       stats.add("export items loaded", r.itemsThisRun());
       trail.add(kind + ": " + r.itemsThisRun() + " items, " + r.itemsLoaded() + " of " + r.itemsInExport()
@@ -546,14 +568,14 @@ final class PipelineHarness {
 
   /** No more faults: deliver everything, merge until nothing waits, maintain, compare with the source. */
   private void drain() {
-    for (int i = 0; withExport && !exportLoaded && i < 1000; i++) {
+    for (int i = 0; plan.withExport() && !exportLoaded() && i < 1000; i++) {
       loadExportChunk(false);
     }
-    if (withExport && !exportLoaded) {
+    if (plan.withExport() && !exportLoaded()) {
       throw trail.failure("the export is still not loaded after the drain");
     }
     source.closeAll();
-    while (source.shards().stream().anyMatch(SourceTable.Shard::readable)) {
+    while (anyReadable()) {
       deliverOneBatch(false);
     }
     for (int i = 0; i < 50; i++) {
@@ -568,9 +590,5 @@ final class PipelineHarness {
     maintain(false);
     invariants.checkAtTheEnd(source);
     stats.count("seeds");
-  }
-
-  private static String describe(List<Change> batch) {
-    return batch.size() + " records " + batch.get(0).sequenceNumber() + ".." + batch.get(batch.size() - 1).sequenceNumber();
   }
 }

@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import org.apache.iceberg.Table;
 
 /**
@@ -35,17 +34,16 @@ final class SourceExport {
   }
 
   /** Items from before the stream, some early stream changes, and an export of the table as it then is. */
-  void write(Random exportRandom, SourceTable source, EmbeddedS3Server server, String bucket, long seed, Trail trail,
-      FaultStats stats) {
+  void write(FaultPlan plan, SourceTable source, EmbeddedS3Server server, String bucket, Trail trail, FaultStats stats) {
     for (int i = 0; i < 40; i++) {
-      if (exportRandom.nextBoolean()) {
+      if (plan.itemBeforeTheStream()) {
         Map<String, DdbValue> image = new LinkedHashMap<>(source.key(i));
         image.put("status", new DdbValue.S("legacy"));
-        image.put("total", new DdbValue.N(Integer.toString(exportRandom.nextInt(10_000))));
+        image.put("total", new DdbValue.N(Integer.toString(plan.totalBeforeTheStream())));
         history.add(new Change(source.key(i), Operation.INSERT, image, "1", 0, false));
       }
     }
-    source.change(1 + exportRandom.nextInt(40)); // in the stream as well as in the export: overlap
+    source.change(plan.changesInTheExport()); // in the stream as well as in the export: overlap
     ExpectedTable atExport = new ExpectedTable();
     atExport.apply(history);
     atExport.apply(source.changes());
@@ -58,7 +56,7 @@ final class SourceExport {
           Long.toString(time.toEpochMilli() * 1000), time.toEpochMilli(), false));
     }
     location = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
-        .writeFull("0176446080000" + seed % 10 + "-seed" + seed, time, items, FILES);
+        .writeFull("0176446080000" + plan.seed() % 10 + "-seed" + plan.seed(), time, items, FILES);
     trail.add("export of " + items.size() + " items (" + history.size() + " from before the stream)");
     stats.count("seeds with an initial load");
   }
