@@ -63,11 +63,11 @@ public final class ExportLoadHandler implements RequestStreamHandler {
 
   /** Workers the map runs at once unless the execution's input says ({@code workers}). */
   static int concurrency(Environment env) {
-    return env.positiveInt("EXPORT_LOAD_CONCURRENCY", 100);
+    return env.positiveInt(dev.ddb2iceberg.config.Settings.EXPORT_LOAD_CONCURRENCY);
   }
 
   static int batchItems(Environment env) {
-    return env.positiveInt("LOAD_BATCH_ITEMS", DEFAULT_BATCH_ITEMS);
+    return env.positiveInt(dev.ddb2iceberg.config.Settings.LOAD_BATCH_ITEMS);
   }
 
   /** Reads (and checks) every setting the handler reads, as its constructor does, without building clients. */
