@@ -66,7 +66,8 @@ public final class FunctionInput {
       return JSON.treeToValue(input, type);
     } catch (UnrecognizedPropertyException e) {
       throw new IllegalArgumentException("Unknown " + function + " input field '" + path(e) + "'; it accepts "
-          + names(e.getKnownPropertyIds()) + ".");
+          + (e.getReferringClass() != null && e.getReferringClass().isRecord() ? fields(e.getReferringClass())
+          : names(e.getKnownPropertyIds())) + ".");
     } catch (MismatchedInputException e) {
       String field = path(e);
       JsonNode value = input.at("/" + field.replace(".", "/"));
