@@ -138,10 +138,12 @@ class TemplateTest {
   @Test
   void everySettingsTemplateParameterExistsAndSetsItsVariable() {
     Map<String, Set<String>> readers = new HashMap<>();
-    for (String id : TEMPLATE.functionIds()) {
-      Environment recording = new Environment(deployedEnvironment(id, "glue"));
-      SETTINGS.get(id).accept(recording);
-      recording.variablesRead().forEach(v -> readers.computeIfAbsent(v, k -> new TreeSet<>()).add(id));
+    for (String catalogType : List.of("glue", "s3tables")) {
+      for (String id : TEMPLATE.functionIds()) {
+        Environment recording = new Environment(deployedEnvironment(id, catalogType));
+        SETTINGS.get(id).accept(recording);
+        recording.variablesRead().forEach(v -> readers.computeIfAbsent(v, k -> new TreeSet<>()).add(id));
+      }
     }
     for (Setting s : Settings.all()) {
       if (s.parameter() == null) {
