@@ -93,8 +93,8 @@ public record CatalogSettings(String name, String type, Map<String, String> prop
       for (String pair : extra.split(",")) {
         int eq = pair.indexOf('=');
         if (eq <= 0) {
-          throw Environment.invalid(Settings.CATALOG_PROPERTIES, extra, "key=value pairs ('" + pair
-              + "' is not one; write e.g. 's3.sse.type=kms,s3.sse.key=arn:aws:kms:...')");
+          throw Environment.invalid(Settings.CATALOG_PROPERTIES, extra, "key=value pairs: it has '" + pair
+              + "', which is not key=value (write e.g. 's3.sse.type=kms,s3.sse.key=arn:aws:kms:...')");
         }
         props.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
       }

@@ -137,7 +137,8 @@ public final class Environment {
   public String prefix(Setting setting) {
     String p = string(setting);
     if (p.startsWith("/")) {
-      throw invalid(setting, p, "a key prefix: S3 key prefixes have no leading slash, e.g. 'staging/'");
+      throw invalid(setting, p, "a key prefix: it starts with '/', and S3 key prefixes have no leading slash,"
+          + " e.g. 'staging/'");
     }
     return p.isEmpty() || p.endsWith("/") ? p : p + "/";
   }

@@ -58,8 +58,8 @@ class EnvironmentTest {
 
   @Test
   void aPrefixWithALeadingSlashIsRefusedAndOneWithoutATrailingSlashGetsOne() {
-    assertEquals("Environment variable STAGING_PREFIX='/staging/' is not a key prefix: S3 key prefixes have no"
-        + " leading slash, e.g. 'staging/'.",
+    assertEquals("Environment variable STAGING_PREFIX='/staging/' is not a key prefix: it starts with '/', and S3"
+        + " key prefixes have no leading slash, e.g. 'staging/'.",
         error(Map.of("STAGING_PREFIX", "/staging/"), env -> env.prefix(Settings.STAGING_PREFIX)));
     assertEquals("in/", new Environment(Map.of("STAGING_PREFIX", "in")).prefix(Settings.STAGING_PREFIX));
     assertEquals("staging/", new Environment(Map.of()).prefix(Settings.STAGING_PREFIX));
@@ -69,6 +69,10 @@ class EnvironmentTest {
   void theLibrarysOwnChecksOfAValueHaveTheSameShape() {
     assertEquals("Environment variable S3_ENDPOINT='nowhere' is not a URL such as http://127.0.0.1:9000.",
         error(Map.of("S3_ENDPOINT", "nowhere"), S3Settings::from));
+    assertEquals("Environment variable CATALOG_PROPERTIES='a=b,nonsense' is not key=value pairs: it has 'nonsense',"
+        + " which is not key=value (write e.g. 's3.sse.type=kms,s3.sse.key=arn:aws:kms:...').",
+        error(Map.of("CATALOG_PROPERTIES", "a=b,nonsense", "GLUE_CATALOG_ID", "1"),
+            env -> CatalogSettings.from(env, new StagingSettings("b", "staging/", "quarantine/"), S3Settings.from(env))));
   }
 
   @Test
