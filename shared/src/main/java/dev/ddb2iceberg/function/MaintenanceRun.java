@@ -28,8 +28,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 public final class MaintenanceRun {
 
   /** A run's result: the table's, with its change history's when there is one, or why nothing ran. */
-  @JsonInclude(JsonInclude.Include.NON_NULL)
-  public record Result(@JsonUnwrapped MaintenanceResult table, String note, MaintenanceResult history) {}
+  public record Result(@JsonUnwrapped MaintenanceResult table, @JsonInclude(JsonInclude.Include.NON_NULL) String note,
+      @JsonInclude(JsonInclude.Include.NON_NULL) MaintenanceResult history) {}
 
   private final Logger log;
   private final PipelineSettings settings;
