@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.observe;
 
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.Settings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -11,8 +13,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
-import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.config.Settings;
 import org.slf4j.event.Level;
 
 /**
