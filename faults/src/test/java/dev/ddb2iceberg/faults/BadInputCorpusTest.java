@@ -303,7 +303,7 @@ class BadInputCorpusTest {
     return Stream.of(
         Arguments.of("STAGING_BUCKET", null, "STAGING_BUCKET is not set"),
         Arguments.of("S3_ENDPOINT", "localhost:9000", "S3_ENDPOINT='localhost:9000' is not a URL"),
-        Arguments.of("CATALOG_TYPE", "hive", "CATALOG_TYPE='hive' is not glue, s3tables, rest or jdbc"),
+        Arguments.of("CATALOG_TYPE", "hive", "CATALOG_TYPE='hive' is not one of glue, s3tables, rest, jdbc"),
         Arguments.of("CATALOG_URI", null, "CATALOG_URI is not set"),
         Arguments.of("TABLE_NAME", "Orders", "TABLE_NAME='Orders' must be lower-case"),
         Arguments.of("TABLE_NAMESPACE", "my-db", "TABLE_NAMESPACE='my-db' must be lower-case"),

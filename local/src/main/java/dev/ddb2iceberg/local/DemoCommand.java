@@ -9,6 +9,7 @@ import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.CatalogSettings;
+import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
@@ -107,7 +108,7 @@ final class DemoCommand implements Callable<Integer> {
         FunctionStreams redirected = FunctionStreams.redirect(metrics, System.err)) {
       server.ensureBucket("demo");
       Map<String, String> env = new LocalStack(server, "demo", workDir).environment("demo_orders");
-      out.println("S3 endpoint " + server.endpoint() + ", catalog " + env.get("CATALOG_URI"));
+      out.println("S3 endpoint " + server.endpoint() + ", catalog " + env.get(Settings.CATALOG_URI.name()));
       out.println("Metric lines (CloudWatch EMF) go to " + (verbose ? "stderr" : metricsLog
           + " (--verbose shows them on stderr)"));
       RequestHandler<DynamodbEvent, StreamsEventResponse> stager =

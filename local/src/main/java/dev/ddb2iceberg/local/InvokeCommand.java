@@ -3,6 +3,9 @@ package dev.ddb2iceberg.local;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.Setting;
+import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.LocalContext;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -12,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -81,10 +85,12 @@ final class InvokeCommand implements Callable<Integer> {
   /** Host's region and credentials, then the template's variables, then the env-vars file (may be null). */
   static Map<String, String> environment(SamTemplate.Function function, Path envVars) {
     Map<String, String> env = new LinkedHashMap<>();
-    env.put("AWS_REGION", System.getenv().getOrDefault("AWS_REGION", "us-east-1"));
-    for (String name : new String[] {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}) {
-      if (System.getenv(name) != null) {
-        env.put(name, System.getenv(name));
+    Environment host = Environment.system();
+    String region = host.raw(Settings.AWS_REGION);
+    env.put(Settings.AWS_REGION.name(), region == null ? Settings.AWS_REGION.defaultValue() : region);
+    for (Setting s : List.of(Settings.AWS_ACCESS_KEY_ID, Settings.AWS_SECRET_ACCESS_KEY, Settings.AWS_SESSION_TOKEN)) {
+      if (host.raw(s) != null) {
+        env.put(s.name(), host.raw(s));
       }
     }
     env.putAll(function.environment());

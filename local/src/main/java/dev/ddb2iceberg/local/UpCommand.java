@@ -2,6 +2,7 @@ package dev.ddb2iceberg.local;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.CatalogSettings;
+import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.LocalStack;
 import java.io.PrintWriter;
@@ -53,15 +54,15 @@ final class UpCommand implements Callable<Integer> {
     out.println("S3 endpoint     " + server.endpoint() + "  (path-style, region " + EmbeddedS3Server.REGION + ")");
     out.println("credentials     " + EmbeddedS3Server.ACCESS_KEY + " / " + EmbeddedS3Server.SECRET_KEY);
     out.println("bucket          " + bucket);
-    out.println("catalog         " + env.get("CATALOG_URI") + "  (Iceberg JdbcCatalog named " + CatalogSettings.DEFAULT_NAME
+    out.println("catalog         " + env.get(Settings.CATALOG_URI.name()) + "  (Iceberg JdbcCatalog named " + CatalogSettings.DEFAULT_NAME
         + ", jdbc.schema-version=V1)");
-    out.println("warehouse       " + env.get("CATALOG_WAREHOUSE"));
-    out.println("table           " + env.get("TABLE_NAMESPACE") + "." + table);
+    out.println("warehouse       " + env.get(Settings.CATALOG_WAREHOUSE.name()));
+    out.println("table           " + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table);
     out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n " + envFile);
     out.println();
     // The README's spark-sql command shows the same settings, with the packages to add.
     out.println("Spark settings (README \"Query the table with Spark\"); the table is "
-        + CatalogSettings.DEFAULT_NAME + "." + env.get("TABLE_NAMESPACE") + "." + table + ":");
+        + CatalogSettings.DEFAULT_NAME + "." + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table + ":");
     out.println(stack.sparkSettings().entrySet().stream().map(e -> "  --conf " + e.getKey() + "=" + e.getValue())
         .collect(Collectors.joining(" \\\n")));
     out.println();

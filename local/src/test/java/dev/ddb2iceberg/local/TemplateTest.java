@@ -13,6 +13,8 @@ import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SpecVersion;
 import com.networknt.schema.ValidationMessage;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.Setting;
+import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.merger.ExportLoadHandler;
@@ -45,15 +47,6 @@ import org.junit.jupiter.api.Test;
 class TemplateTest {
   private static final SamTemplate TEMPLATE = SamTemplate.read(ProjectFiles.root().resolve("template.yaml"));
   private static final JsonNode ROOT = TEMPLATE.root();
-
-  /**
-   * Variables Lambda sets itself, overrides used only for local runs and tests, and the name of a
-   * JDBC catalog (the template deploys Glue's).
-   */
-  private static final Set<String> NOT_FROM_THE_TEMPLATE = Set.of("AWS_REGION", "AWS_ACCESS_KEY_ID",
-      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "S3_ENDPOINT", "S3_PATH_STYLE", "CATALOG_URI", "CATALOG_NAME",
-      // optional, with defaults that follow the deployment: a third of the heap; beside the table or in staging
-      "KEY_INDEX_CACHE_MB", "DERIVED_FILES_LOCATION");
 
   /** How each function reads its settings, as its handler's no-argument constructor does. */
   private static final Map<String, Consumer<Environment>> SETTINGS = Map.of(
@@ -116,11 +109,93 @@ class TemplateTest {
       Map<String, String> env = deployedEnvironment(id, catalogType);
       Environment recording = new Environment(env);
       SETTINGS.get(id).accept(recording); // throws, naming the variable, if a value is unusable
-      Set<String> missing = new TreeSet<>(recording.variablesRead());
-      missing.removeAll(env.keySet());
-      missing.removeAll(NOT_FROM_THE_TEMPLATE);
+      Set<String> missing = new TreeSet<>();
+      for (String name : recording.variablesRead()) {
+        // The catalogue says which the template sets: not Lambda's own, nor overrides for local runs.
+        if (Settings.byName(name).inTemplate() && !env.containsKey(name)) {
+          missing.add(name);
+        }
+      }
       assertTrue(missing.isEmpty(), id + " reads " + missing + ", which the template does not set");
     }
+  }
+
+  @Test
+  void everyVariableTheTemplateSetsIsInTheSettingsCatalogueAsOneTheTemplateSets() {
+    for (String id : TEMPLATE.functionIds()) {
+      for (String name : deployedEnvironment(id, "glue").keySet()) {
+        Setting setting = Settings.byName(name);
+        assertNotNull(setting, id + " sets " + name + ", which dev.ddb2iceberg.config.Settings does not know");
+        assertTrue(setting.inTemplate(), id + " sets " + name + ", which Settings says the template leaves unset");
+      }
+    }
+  }
+
+  /**
+   * A setting's template parameter exists, and a function that reads the setting gets it from that
+   * parameter: its value refers to it, directly or through a condition on it.
+   */
+  @Test
+  void everySettingsTemplateParameterExistsAndSetsItsVariable() {
+    Map<String, Set<String>> readers = new HashMap<>();
+    for (String catalogType : List.of("glue", "s3tables")) {
+      for (String id : TEMPLATE.functionIds()) {
+        Environment recording = new Environment(deployedEnvironment(id, catalogType));
+        SETTINGS.get(id).accept(recording);
+        recording.variablesRead().forEach(v -> readers.computeIfAbsent(v, k -> new TreeSet<>()).add(id));
+      }
+    }
+    for (Setting s : Settings.all()) {
+      if (s.parameter() == null) {
+        continue;
+      }
+      assertTrue(ROOT.path("Parameters").has(s.parameter()), s.name() + ": no template parameter " + s.parameter());
+      Set<String> from = new TreeSet<>();
+      for (String id : readers.getOrDefault(s.name(), Set.of())) {
+        JsonNode value = variables(id).get(s.name());
+        if (value != null && references(value).contains(s.parameter())) {
+          from.add(id);
+        }
+      }
+      assertFalse(from.isEmpty(), s.name() + ": no function that reads it (" + readers.get(s.name())
+          + ") gets it from the parameter " + s.parameter());
+    }
+  }
+
+  /** A function's variables as the template writes them: Globals', then its own. */
+  private static Map<String, JsonNode> variables(String id) {
+    Map<String, JsonNode> vars = new HashMap<>();
+    for (JsonNode scope : List.of(ROOT.path("Globals").path("Function"), ROOT.path("Resources").path(id).path("Properties"))) {
+      scope.path("Environment").path("Variables").fields().forEachRemaining(e -> vars.put(e.getKey(), e.getValue()));
+    }
+    return vars;
+  }
+
+  /** The parameters a value refers to: by Ref, in a Sub's text, or through the conditions of its Ifs. */
+  private static Set<String> references(JsonNode value) {
+    Set<String> refs = new TreeSet<>();
+    if (value.isObject()) {
+      value.fields().forEachRemaining(e -> {
+        if (e.getKey().equals("Ref")) {
+          refs.add(e.getValue().asText());
+        } else if (e.getKey().equals("Condition") && e.getValue().isTextual()) {
+          refs.addAll(references(ROOT.path("Conditions").path(e.getValue().asText())));
+        } else if (e.getKey().equals("Fn::If")) {
+          refs.addAll(references(ROOT.path("Conditions").path(e.getValue().path(0).asText())));
+          refs.addAll(references(e.getValue()));
+        } else {
+          refs.addAll(references(e.getValue()));
+        }
+      });
+    } else if (value.isArray()) {
+      value.forEach(v -> refs.addAll(references(v)));
+    } else if (value.isTextual()) {
+      java.util.regex.Matcher sub = java.util.regex.Pattern.compile("\\$\\{([A-Za-z0-9]+)}").matcher(value.asText());
+      while (sub.find()) {
+        refs.add(sub.group(1));
+      }
+    }
+    return refs;
   }
 
   /**

@@ -1,13 +1,21 @@
 package dev.ddb2iceberg.config;
 
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 /**
- * Reads settings from environment variables (how Lambda and SAM pass configuration), with one
- * error message shape for every function: which variable, what is wrong, what to set instead.
+ * Reads settings from environment variables (how Lambda and SAM pass configuration), only through
+ * the entries of the catalogue {@link Settings}, with one error message shape for every function:
+ * <ul>
+ *   <li>unset: {@code Environment variable TABLE_NAME is not set: it must name <what it names>.}
+ *   <li>a bad value: {@code Environment variable MERGE_MODE='contnuous' is not one of scheduled, continuous.}
+ *       (numbers: {@code is not a positive whole number.}, flags: {@code is not true or false.}, and
+ *       the library's own checks of a value through {@link #invalid}).
+ * </ul>
+ * A blank value counts as unset; values are trimmed.
  */
 public final class Environment {
   private final Map<String, String> env;
@@ -26,50 +34,77 @@ public final class Environment {
     return Set.copyOf(read);
   }
 
-  private String get(String name) {
-    read.add(name);
-    return env.get(name);
+  /** The value exactly as set, null when unset (for the few settings where blank means something). */
+  public String raw(Setting setting) {
+    read.add(setting.name());
+    return env.get(setting.name());
   }
 
-  public String required(String name, String meaning) {
-    String value = get(name);
-    if (value == null || value.isBlank()) {
-      throw new ConfigurationException("Environment variable " + name + " is not set: it must name " + meaning + ".");
+  /** The trimmed value, or the catalogue's default when unset or blank (null when it has none). */
+  public String string(Setting setting) {
+    return string(setting, setting.defaultValue());
+  }
+
+  /** The trimmed value, or {@code fallback} (a default the caller computes) when unset or blank. */
+  public String string(Setting setting, String fallback) {
+    String value = raw(setting);
+    return value == null || value.isBlank() ? fallback : value.trim();
+  }
+
+  /** The trimmed value; refused, saying what it names (the catalogue's description), when unset. */
+  public String required(Setting setting) {
+    return required(setting, setting.description());
+  }
+
+  /** The trimmed value; refused, saying it must name {@code meaning}, when unset. */
+  public String required(Setting setting, String meaning) {
+    String value = string(setting, null);
+    if (value == null) {
+      throw new ConfigurationException("Environment variable " + setting.name() + " is not set: it must name "
+          + meaning + ".");
     }
-    return value.trim();
+    return value;
   }
 
-  public String optional(String name, String defaultValue) {
-    String value = get(name);
-    return value == null || value.isBlank() ? defaultValue : value.trim();
+  /**
+   * The error for a value the library refuses after reading it, in this class's shape:
+   * {@code Environment variable NAME='value' is not <expected>.}
+   */
+  public static ConfigurationException invalid(Setting setting, String value, String expected) {
+    return new ConfigurationException("Environment variable " + setting.name() + "='" + value + "' is not "
+        + expected + ".");
   }
 
-  public long positiveLong(String name, long defaultValue) {
-    return parsed(name, defaultValue, s -> {
-      long v = Long.parseLong(s);
-      if (v <= 0) {
-        throw new IllegalArgumentException();
-      }
-      return v;
-    }, "a positive whole number");
+  public long positiveLong(Setting setting) {
+    return positiveLong(setting, parsedDefault(setting, Long::parseLong));
   }
 
-  public long nonNegativeLong(String name, long defaultValue) {
-    return parsed(name, defaultValue, s -> {
-      long v = Long.parseLong(s);
-      if (v < 0) {
-        throw new IllegalArgumentException();
-      }
-      return v;
-    }, "a whole number, 0 or more");
+  public long positiveLong(Setting setting, long fallback) {
+    return parsed(setting, fallback, s -> atLeast(Long.parseLong(s), 1), "a positive whole number");
   }
 
-  public int positiveInt(String name, int defaultValue) {
-    return (int) Math.min(Integer.MAX_VALUE, positiveLong(name, defaultValue));
+  public long nonNegativeLong(Setting setting) {
+    return nonNegativeLong(setting, parsedDefault(setting, Long::parseLong));
   }
 
-  public boolean bool(String name, boolean defaultValue) {
-    return parsed(name, defaultValue, s -> {
+  public long nonNegativeLong(Setting setting, long fallback) {
+    return parsed(setting, fallback, s -> atLeast(Long.parseLong(s), 0), "a whole number, 0 or more");
+  }
+
+  public int positiveInt(Setting setting) {
+    return (int) Math.min(Integer.MAX_VALUE, positiveLong(setting));
+  }
+
+  public int positiveInt(Setting setting, int fallback) {
+    return (int) Math.min(Integer.MAX_VALUE, positiveLong(setting, fallback));
+  }
+
+  public boolean bool(Setting setting) {
+    return bool(setting, parsedDefault(setting, Boolean::parseBoolean));
+  }
+
+  public boolean bool(Setting setting, boolean fallback) {
+    return parsed(setting, fallback, s -> {
       if (s.equalsIgnoreCase("true")) {
         return true;
       } else if (s.equalsIgnoreCase("false")) {
@@ -79,25 +114,58 @@ public final class Environment {
     }, "true or false");
   }
 
+  /** One of the setting's {@link Setting#choices}, matched ignoring case, as the catalogue spells it. */
+  public String choice(Setting setting) {
+    return choice(setting, setting.defaultValue());
+  }
+
+  /** As {@link #choice(Setting)}, with a default the caller computes. */
+  public String choice(Setting setting, String fallback) {
+    if (setting.choices().isEmpty()) {
+      throw new IllegalArgumentException(setting.name() + " is not a choice");
+    }
+    return parsed(setting, fallback, s -> setting.choices().stream().filter(s::equalsIgnoreCase).findFirst()
+        .orElseThrow(IllegalArgumentException::new), "one of " + String.join(", ", setting.choices()));
+  }
+
+  /** The choice as the constant of {@code type} of the same name ({@code parallel-export}: PARALLEL_EXPORT). */
+  public <E extends Enum<E>> E choice(Setting setting, Class<E> type) {
+    return Enum.valueOf(type, choice(setting).toUpperCase(Locale.ROOT).replace('-', '_'));
+  }
+
   /** A key prefix in a bucket: no leading slash, and ending in one unless empty. */
-  public String prefix(String name, String defaultValue) {
-    String p = optional(name, defaultValue);
+  public String prefix(Setting setting) {
+    String p = string(setting);
     if (p.startsWith("/")) {
-      throw new ConfigurationException("Environment variable " + name + "='" + p
-          + "' starts with '/': S3 key prefixes have no leading slash, e.g. 'staging/'.");
+      throw invalid(setting, p, "a key prefix: it starts with '/', and S3 key prefixes have no leading slash,"
+          + " e.g. 'staging/'");
     }
     return p.isEmpty() || p.endsWith("/") ? p : p + "/";
   }
 
-  private <T> T parsed(String name, T defaultValue, Function<String, T> parse, String expected) {
-    String value = get(name);
+  private static long atLeast(long v, long min) {
+    if (v < min) {
+      throw new IllegalArgumentException();
+    }
+    return v;
+  }
+
+  private static <T> T parsedDefault(Setting setting, Function<String, T> parse) {
+    if (setting.defaultValue() == null) {
+      throw new IllegalStateException(setting.name() + " has no default in Settings: the caller must give one");
+    }
+    return parse.apply(setting.defaultValue());
+  }
+
+  private <T> T parsed(Setting setting, T fallback, Function<String, T> parse, String expected) {
+    String value = raw(setting);
     if (value == null || value.isBlank()) {
-      return defaultValue;
+      return fallback;
     }
     try {
       return parse.apply(value.trim());
     } catch (RuntimeException e) {
-      throw new ConfigurationException("Environment variable " + name + "='" + value + "' is not " + expected + ".");
+      throw invalid(setting, value, expected);
     }
   }
 }

@@ -44,22 +44,10 @@ public record RemovalPolicy(TtlExpiries ttlExpiries, Deletes deletes) {
     }
   }
 
+  /** From TTL_EXPIRIES and DELETES. */
   public static RemovalPolicy from(Environment env) {
-    return new RemovalPolicy(
-        parse(TtlExpiries.class, "TTL_EXPIRIES", env.optional("TTL_EXPIRIES", "delete"),
-            "delete (the row goes, as the item did), keep (the row stays as it was) or mark (the row stays, with the"
-                + " expiry time in " + EXPIRED_AT + ")"),
-        parse(Deletes.class, "DELETES", env.optional("DELETES", "hard"),
-            "hard (the row goes) or soft (the row stays, with the deletion time in " + DELETED_AT + ")"));
-  }
-
-  private static <E extends Enum<E>> E parse(Class<E> type, String variable, String value, String choices) {
-    try {
-      return Enum.valueOf(type, value.trim().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw new ConfigurationException("Environment variable " + variable + "='" + value + "' is not one of: "
-          + choices + ".");
-    }
+    return new RemovalPolicy(env.choice(Settings.TTL_EXPIRIES, TtlExpiries.class),
+        env.choice(Settings.DELETES, Deletes.class));
   }
 
   /** Whether a removal with this origin leaves a row behind. */

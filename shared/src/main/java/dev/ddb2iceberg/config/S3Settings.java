@@ -28,19 +28,19 @@ public record S3Settings(String region, URI endpoint, boolean pathStyle, AwsCred
       S3Configuration.builder().chunkedEncodingEnabled(false).expectContinueEnabled(false).build();
 
   public static S3Settings from(Environment env) {
-    String endpoint = env.optional("S3_ENDPOINT", "");
+    String endpoint = env.string(Settings.S3_ENDPOINT);
     URI uri = null;
     if (!endpoint.isEmpty()) {
       try {
         uri = URI.create(endpoint);
       } catch (IllegalArgumentException e) {
-        throw new ConfigurationException("Environment variable S3_ENDPOINT='" + endpoint + "' is not a URL such as http://127.0.0.1:9000.");
+        throw Environment.invalid(Settings.S3_ENDPOINT, endpoint, "a URL such as http://127.0.0.1:9000");
       }
       if (uri.getScheme() == null || uri.getHost() == null) {
-        throw new ConfigurationException("Environment variable S3_ENDPOINT='" + endpoint + "' is not a URL such as http://127.0.0.1:9000.");
+        throw Environment.invalid(Settings.S3_ENDPOINT, endpoint, "a URL such as http://127.0.0.1:9000");
       }
     }
-    return new S3Settings(env.optional("AWS_REGION", "us-east-1"), uri, env.bool("S3_PATH_STYLE", uri != null),
+    return new S3Settings(env.string(Settings.AWS_REGION), uri, env.bool(Settings.S3_PATH_STYLE, uri != null),
         credentials(env));
   }
 
@@ -49,12 +49,12 @@ public record S3Settings(String region, URI endpoint, boolean pathStyle, AwsCred
    * what the local runtime passes in), else the SDK's default chain.
    */
   private static AwsCredentialsProvider credentials(Environment env) {
-    String key = env.optional("AWS_ACCESS_KEY_ID", "");
-    String secret = env.optional("AWS_SECRET_ACCESS_KEY", "");
+    String key = env.string(Settings.AWS_ACCESS_KEY_ID);
+    String secret = env.string(Settings.AWS_SECRET_ACCESS_KEY);
     if (key.isEmpty() || secret.isEmpty()) {
       return DefaultCredentialsProvider.builder().build();
     }
-    String token = env.optional("AWS_SESSION_TOKEN", "");
+    String token = env.string(Settings.AWS_SESSION_TOKEN);
     return StaticCredentialsProvider.create(token.isEmpty()
         ? AwsBasicCredentials.create(key, secret)
         : AwsSessionCredentials.create(key, secret, token));

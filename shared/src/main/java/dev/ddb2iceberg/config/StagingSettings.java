@@ -4,13 +4,13 @@ package dev.ddb2iceberg.config;
 public record StagingSettings(String bucket, String stagingPrefix, String quarantinePrefix) {
 
   public static StagingSettings from(Environment env) {
-    String staging = env.prefix("STAGING_PREFIX", "staging/");
-    String quarantine = env.prefix("QUARANTINE_PREFIX", "quarantine/");
+    String staging = env.prefix(Settings.STAGING_PREFIX);
+    String quarantine = env.prefix(Settings.QUARANTINE_PREFIX);
     if (staging.startsWith(quarantine) || quarantine.startsWith(staging)) {
       throw new ConfigurationException("STAGING_PREFIX='" + staging + "' and QUARANTINE_PREFIX='"
           + quarantine + "' overlap; give them separate prefixes such as 'staging/' and 'quarantine/'.");
     }
     return new StagingSettings(
-        env.required("STAGING_BUCKET", "the S3 bucket where stream changes are staged"), staging, quarantine);
+        env.required(Settings.STAGING_BUCKET), staging, quarantine);
   }
 }

@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.maintenance;
 
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.Settings;
 
 /**
  * Maintenance settings, with defaults after S3 Tables' own table maintenance: compaction to 512 MB
@@ -36,20 +37,19 @@ public record MaintenanceOptions(
       new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100, 0, 120);
 
   public static MaintenanceOptions from(Environment env) {
-    long target = env.positiveLong("COMPACTION_TARGET_FILE_SIZE_BYTES", DEFAULTS.targetFileSizeBytes());
+    long snapshotMaxAgeHours = env.positiveLong(Settings.SNAPSHOT_MAX_AGE_HOURS);
     return new MaintenanceOptions(
-        target,
-        env.positiveLong("COMPACTION_MAX_BYTES_PER_RUN", DEFAULTS.maxBytesPerRun()),
-        env.positiveInt("COMPACTION_MAX_GROUPS_PER_RUN", DEFAULTS.maxGroupsPerRun()),
-        env.positiveInt("COMPACTION_MIN_INPUT_FILES", DEFAULTS.minInputFiles()),
+        env.positiveLong(Settings.COMPACTION_TARGET_FILE_SIZE_BYTES),
+        env.positiveLong(Settings.COMPACTION_MAX_BYTES_PER_RUN),
+        env.positiveInt(Settings.COMPACTION_MAX_GROUPS_PER_RUN),
+        env.positiveInt(Settings.COMPACTION_MIN_INPUT_FILES),
         DEFAULTS.deleteRatio(),
-        env.positiveLong("SNAPSHOT_MAX_AGE_HOURS", DEFAULTS.snapshotMaxAgeHours()),
-        env.positiveInt("SNAPSHOT_MIN_KEEP", DEFAULTS.minSnapshotsToKeep()),
-        env.positiveLong("ORPHAN_MIN_AGE_HOURS", DEFAULTS.orphanMinAgeHours()),
-        env.positiveInt("MANIFEST_REWRITE_THRESHOLD", DEFAULTS.manifestThreshold()),
-        env.nonNegativeLong("HISTORY_RETENTION_DAYS", DEFAULTS.historyRetentionDays()),
-        env.positiveLong("HISTORY_SNAPSHOT_MAX_AGE_HOURS", env.positiveLong("SNAPSHOT_MAX_AGE_HOURS",
-            DEFAULTS.historySnapshotMaxAgeHours())));
+        snapshotMaxAgeHours,
+        env.positiveInt(Settings.SNAPSHOT_MIN_KEEP),
+        env.positiveLong(Settings.ORPHAN_MIN_AGE_HOURS),
+        env.positiveInt(Settings.MANIFEST_REWRITE_THRESHOLD),
+        env.nonNegativeLong(Settings.HISTORY_RETENTION_DAYS),
+        env.positiveLong(Settings.HISTORY_SNAPSHOT_MAX_AGE_HOURS, snapshotMaxAgeHours));
   }
 
   public MaintenanceOptions withTargetFileSize(long bytes) {

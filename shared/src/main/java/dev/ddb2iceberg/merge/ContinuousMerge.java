@@ -52,15 +52,10 @@ public final class ContinuousMerge {
         Duration.ofSeconds(57), Duration.ofSeconds(30));
 
     public static Settings from(Environment env) {
-      String mode = env.optional("MERGE_MODE", "scheduled").toLowerCase();
-      if (!mode.equals("scheduled") && !mode.equals("continuous")) {
-        throw new ConfigurationException("Environment variable MERGE_MODE='" + mode + "' is not scheduled or"
-            + " continuous.");
-      }
-      Settings s = new Settings(mode.equals("continuous") ? Mode.CONTINUOUS : Mode.SCHEDULED,
-          Duration.ofSeconds(env.positiveInt("MERGE_INTERVAL_SECONDS", (int) DEFAULTS.interval.toSeconds())),
-          Duration.ofSeconds(env.positiveInt("MERGE_IDLE_SECONDS", (int) DEFAULTS.idle.toSeconds())),
-          Duration.ofSeconds(env.positiveInt("MERGE_RUN_SECONDS", (int) DEFAULTS.runLength.toSeconds())),
+      Settings s = new Settings(env.choice(dev.ddb2iceberg.config.Settings.MERGE_MODE, Mode.class),
+          Duration.ofSeconds(env.positiveInt(dev.ddb2iceberg.config.Settings.MERGE_INTERVAL_SECONDS)),
+          Duration.ofSeconds(env.positiveInt(dev.ddb2iceberg.config.Settings.MERGE_IDLE_SECONDS)),
+          Duration.ofSeconds(env.positiveInt(dev.ddb2iceberg.config.Settings.MERGE_RUN_SECONDS)),
           DEFAULTS.firstMerge);
       if (s.interval.compareTo(s.runLength) >= 0) {
         throw new ConfigurationException("MERGE_INTERVAL_SECONDS=" + s.interval.toSeconds() + " must be shorter than"

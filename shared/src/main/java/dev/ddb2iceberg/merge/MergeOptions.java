@@ -3,7 +3,7 @@ package dev.ddb2iceberg.merge;
 import dev.ddb2iceberg.lookup.IndexLookup;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.lookup.ScanLookup;
-import dev.ddb2iceberg.config.ConfigurationException;
+import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.index.IndexCache;
 
@@ -47,29 +47,22 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
       IndexCache.defaultBudget(), REWRITE_BELOW_BYTES, REWRITE_BYTES_PER_MERGE, false);
 
   public static MergeOptions from(Environment env) {
-    String keyIndex = env.optional("KEY_INDEX", DEFAULTS.keyIndex() ? "on" : "off");
-    if (!keyIndex.equals("on") && !keyIndex.equals("off")) {
-      throw new ConfigurationException("Environment variable KEY_INDEX='" + keyIndex + "' is not on or off.");
-    }
-    String initialLoad = env.optional("INITIAL_LOAD", "none");
-    if (!initialLoad.equals("none") && !initialLoad.equals("parallel-export")) {
-      throw new ConfigurationException("Environment variable INITIAL_LOAD='" + initialLoad + "' is not none or"
-          + " parallel-export.");
-    }
-    boolean continuous = "continuous".equalsIgnoreCase(env.optional("MERGE_MODE", "scheduled"));
+    boolean keyIndex = env.choice(Settings.KEY_INDEX).equals("on");
+    boolean waitForInitialLoad = env.choice(Settings.INITIAL_LOAD).equals("parallel-export");
+    boolean continuous = env.choice(Settings.MERGE_MODE).equals("continuous");
     return new MergeOptions(
-        env.positiveInt("MAX_CHANGES_PER_RUN", DEFAULTS.maxChanges()),
-        env.positiveLong("MAX_STAGED_BYTES_PER_RUN", DEFAULTS.maxStagedBytes()),
-        env.positiveInt("MAX_COMMIT_ATTEMPTS", DEFAULTS.maxCommitAttempts()),
-        env.positiveInt("IO_THREADS", DEFAULTS.ioThreads()),
-        keyIndex.equals("on"),
-        env.positiveInt("KEY_INDEX_PARTS", DEFAULTS.keyIndexParts()),
-        env.positiveLong("KEY_INDEX_CACHE_MB", DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
-        env.nonNegativeLong("REWRITE_FILES_BELOW_BYTES", continuous ? CONTINUOUS_REWRITE_BELOW_BYTES
+        env.positiveInt(Settings.MAX_CHANGES_PER_RUN),
+        env.positiveLong(Settings.MAX_STAGED_BYTES_PER_RUN),
+        env.positiveInt(Settings.MAX_COMMIT_ATTEMPTS),
+        env.positiveInt(Settings.IO_THREADS),
+        keyIndex,
+        env.positiveInt(Settings.KEY_INDEX_PARTS),
+        env.positiveLong(Settings.KEY_INDEX_CACHE_MB, DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
+        env.nonNegativeLong(Settings.REWRITE_FILES_BELOW_BYTES, continuous ? CONTINUOUS_REWRITE_BELOW_BYTES
             : DEFAULTS.rewriteFilesBelowBytes()),
-        env.nonNegativeLong("REWRITE_BYTES_PER_MERGE", continuous ? CONTINUOUS_REWRITE_BYTES_PER_MERGE
+        env.nonNegativeLong(Settings.REWRITE_BYTES_PER_MERGE, continuous ? CONTINUOUS_REWRITE_BYTES_PER_MERGE
             : DEFAULTS.rewriteBytesPerMerge()),
-        initialLoad.equals("parallel-export"));
+        waitForInitialLoad);
   }
 
   public MergeOptions withMaxChanges(int n) {

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.observe;
 
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.Settings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -65,7 +67,7 @@ public final class LogSettings {
    * quiets the functions this way and shows its own progress instead).
    */
   public static void defaultPipelineLevel(Level level) {
-    if (System.getenv("LOG_LEVEL") == null) {
+    if (Environment.system().raw(Settings.LOG_LEVEL) == null) {
       LogSettings before = current;
       Map<String, Level> levels = new TreeMap<>(before.levels);
       levels.put(PIPELINE, level);
@@ -78,13 +80,15 @@ public final class LogSettings {
     current = settings;
   }
 
-  static LogSettings fromEnvironment(Map<String, String> env) {
-    Format format = env.containsKey("AWS_LAMBDA_FUNCTION_NAME") ? Format.JSON : Format.TEXT;
-    String asked = env.get("LOG_FORMAT");
-    if (asked != null && !asked.isBlank()) {
-      format = Format.valueOf(asked.trim().toUpperCase(Locale.ROOT));
+  static LogSettings fromEnvironment(Map<String, String> variables) {
+    Environment env = new Environment(variables);
+    Format inLambda = env.raw(Settings.AWS_LAMBDA_FUNCTION_NAME) != null ? Format.JSON : Format.TEXT;
+    Format format = Format.valueOf(env.choice(Settings.LOG_FORMAT, inLambda.name()).toUpperCase(Locale.ROOT));
+    String level = env.raw(Settings.LOG_LEVEL);
+    if (level == null) {
+      level = env.raw(Settings.AWS_LAMBDA_LOG_LEVEL);
     }
-    Level pipeline = level(env.getOrDefault("LOG_LEVEL", env.getOrDefault("AWS_LAMBDA_LOG_LEVEL", "INFO")));
+    Level pipeline = level(level == null ? Settings.AWS_LAMBDA_LOG_LEVEL.defaultValue() : level);
     Map<String, Level> levels = new TreeMap<>();
     levels.put("", pipeline.toInt() > Level.WARN.toInt() ? pipeline : Level.WARN);
     levels.putAll(classPathLevels());

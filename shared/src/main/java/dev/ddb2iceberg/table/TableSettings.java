@@ -3,6 +3,7 @@ package dev.ddb2iceberg.table;
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.RemovalPolicy;
+import dev.ddb2iceberg.config.Settings;
 import java.util.Map;
 
 /**
@@ -34,38 +35,38 @@ public record TableSettings(String namespace, String name, String partitionKey, 
     String derivedFilesLocation, RemovalPolicy removals, String historyTable) {
 
   public static TableSettings from(Environment env) {
-    int version = env.positiveInt("TABLE_FORMAT_VERSION", 2);
+    int version = env.positiveInt(Settings.TABLE_FORMAT_VERSION);
     if (version != 2 && version != 3) {
       throw new ConfigurationException("Environment variable TABLE_FORMAT_VERSION=" + version
           + " is not supported: use 2 (every engine reads it) or 3 (deletion vectors).");
     }
-    String namespace = env.optional("TABLE_NAMESPACE", "ddb2iceberg");
+    String namespace = env.string(Settings.TABLE_NAMESPACE);
     if (!namespace.matches("[a-z0-9_]+")) {
       throw new ConfigurationException("Environment variable TABLE_NAMESPACE='" + namespace
           + "' must be lower-case letters, digits and underscores (Glue database naming rules).");
     }
-    String name = env.required("TABLE_NAME", "the Iceberg table to keep in step with DynamoDB");
+    String name = env.required(Settings.TABLE_NAME);
     if (!name.matches("[a-z0-9_]+")) {
       throw new ConfigurationException("Environment variable TABLE_NAME='" + name
           + "' must be lower-case letters, digits and underscores (Glue table naming rules).");
     }
-    String partitionKey = env.optional("PARTITION_KEY", "");
-    String spec = env.optional("PARTITION_SPEC", "");
-    String location = env.optional("TABLE_LOCATION", "");
+    String partitionKey = env.string(Settings.PARTITION_KEY);
+    String spec = env.string(Settings.PARTITION_SPEC);
+    String location = env.string(Settings.TABLE_LOCATION);
     if (!location.isEmpty() && !location.matches("s3a?://[^/]+/.*")) {
-      throw new ConfigurationException("Environment variable TABLE_LOCATION='" + location
-          + "' is not an S3 location such as s3://my-bucket/warehouse/" + namespace + "/" + name + ".");
+      throw Environment.invalid(Settings.TABLE_LOCATION, location,
+          "an S3 location such as s3://my-bucket/warehouse/" + namespace + "/" + name);
     }
     Map<String, TypeMapping.Column> columnTypes =
-        TypeHints.parse(env.optional("COLUMN_TYPES", ""), "Environment variable COLUMN_TYPES");
+        TypeHints.parse(env.string(Settings.COLUMN_TYPES), "Environment variable COLUMN_TYPES");
     return new TableSettings(namespace, name, partitionKey.isEmpty() ? null : partitionKey,
         spec.isEmpty() ? null : spec, version, location.isEmpty() ? null : location, columnTypes,
-        env.bool("ITEM_JSON_COLUMN", false), itemVariant(env, version), derivedFilesLocation(env, namespace, name),
+        env.bool(Settings.ITEM_JSON_COLUMN), itemVariant(env, version), derivedFilesLocation(env, namespace, name),
         RemovalPolicy.from(env), historyTable(env, name));
   }
 
   private static String historyTable(Environment env, String name) {
-    String history = env.optional("HISTORY_TABLE", "");
+    String history = env.string(Settings.HISTORY_TABLE);
     if (history.isEmpty()) {
       return null;
     }
@@ -88,23 +89,23 @@ public record TableSettings(String namespace, String name, String partitionKey, 
   }
 
   private static String derivedFilesLocation(Environment env, String namespace, String name) {
-    String set = env.optional("DERIVED_FILES_LOCATION", "");
+    String set = env.string(Settings.DERIVED_FILES_LOCATION, "");
     if (!set.isEmpty()) {
       if (!set.matches("s3a?://[^/]+/.*")) {
-        throw new ConfigurationException("Environment variable DERIVED_FILES_LOCATION='" + set
-            + "' is not an S3 location such as s3://my-bucket/tables/" + namespace + "/" + name + "/.");
+        throw Environment.invalid(Settings.DERIVED_FILES_LOCATION, set,
+            "an S3 location such as s3://my-bucket/tables/" + namespace + "/" + name + "/");
       }
       return set.endsWith("/") ? set : set + "/";
     }
-    if (env.optional("CATALOG_TYPE", "glue").equalsIgnoreCase("s3tables")) {
-      return "s3://" + env.required("STAGING_BUCKET", "the S3 bucket where stream changes are staged")
+    if (env.choice(Settings.CATALOG_TYPE).equals("s3tables")) {
+      return "s3://" + env.required(Settings.STAGING_BUCKET)
           + "/tables/" + namespace + "/" + name + "/";
     }
     return null;
   }
 
   private static boolean itemVariant(Environment env, int formatVersion) {
-    boolean variant = env.bool("ITEM_VARIANT_COLUMN", false);
+    boolean variant = env.bool(Settings.ITEM_VARIANT_COLUMN);
     if (variant && formatVersion < 3) {
       throw new ConfigurationException("Environment variable ITEM_VARIANT_COLUMN=true needs TABLE_FORMAT_VERSION=3:"
           + " Iceberg's variant type exists from format v3 on.");

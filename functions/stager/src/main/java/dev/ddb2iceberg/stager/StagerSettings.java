@@ -2,6 +2,7 @@ package dev.ddb2iceberg.stager;
 
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
+import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 
 /**
@@ -17,6 +18,6 @@ public record StagerSettings(StagingSettings staging, S3Settings s3, String tabl
 
   public static StagerSettings from(Environment env) {
     return new StagerSettings(StagingSettings.from(env), S3Settings.from(env),
-        env.optional("TABLE_NAMESPACE", "ddb2iceberg") + "." + env.optional("TABLE_NAME", "unnamed"));
+        env.string(Settings.TABLE_NAMESPACE) + "." + env.string(Settings.TABLE_NAME, "unnamed"));
   }
 }
