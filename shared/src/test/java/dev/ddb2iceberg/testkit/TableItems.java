@@ -1,7 +1,8 @@
-package dev.ddb2iceberg.table;
+package dev.ddb2iceberg.testkit;
 
 import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.table.TableLayout;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.OffsetDateTime;

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.embedded;
+package dev.ddb2iceberg.testkit;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.embedded;
+package dev.ddb2iceberg.testkit;
 
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.load;
+package dev.ddb2iceberg.testkit;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

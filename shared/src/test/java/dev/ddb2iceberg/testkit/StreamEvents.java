@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.workload;
+package dev.ddb2iceberg.testkit;
 
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.models.dynamodb.AttributeValue;

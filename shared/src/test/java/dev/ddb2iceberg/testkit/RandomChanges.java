@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.workload;
+package dev.ddb2iceberg.testkit;
 
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;

@@ -1,9 +1,11 @@
-package dev.ddb2iceberg.embedded;
+package dev.ddb2iceberg.testkit;
 
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.RestCatalogServer;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
