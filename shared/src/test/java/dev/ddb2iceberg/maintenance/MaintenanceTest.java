@@ -1,5 +1,6 @@
-package dev.ddb2iceberg.maintainer;
+package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.testkit.MaintenanceSettings;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,9 +11,6 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import dev.ddb2iceberg.maintenance.Maintenance;
-import dev.ddb2iceberg.maintenance.MaintenanceResult;
-import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;

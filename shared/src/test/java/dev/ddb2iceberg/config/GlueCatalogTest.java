@@ -1,12 +1,11 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ddb2iceberg.config.ConfigurationException;
-import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.RestCatalogServer;
@@ -64,7 +63,7 @@ class GlueCatalogTest {
     return env;
   }
 
-  private void stage(MergerSettings settings, List<Change> changes) {
+  private void stage(MergeSettings settings, List<Change> changes) {
     BatchStager.Result r = new BatchStager(new StagingStore(server.newClient(), settings.staging()))
         .stage(StreamEvents.batch(changes).getRecords());
     assertTrue(r.complete(), r.failure());
@@ -73,7 +72,7 @@ class GlueCatalogTest {
 
   @Test
   void mergesCreateAndUpdateTheTableThroughSignedRestRequests() {
-    MergerSettings settings = MergerSettings.from(new Environment(env()));
+    MergeSettings settings = MergeSettings.from(new Environment(env()));
     Catalog catalog = settings.catalog().load();
     KeyedWorkload w = new KeyedWorkload(21, 80);
     stage(settings, w.next(200));
@@ -95,7 +94,7 @@ class GlueCatalogTest {
 
   @Test
   void aMergeThatLosesACommitRaceOnTheRestCatalogReplansAndAppliesEachChangeOnce() {
-    MergerSettings settings = MergerSettings.from(new Environment(env()));
+    MergeSettings settings = MergeSettings.from(new Environment(env()));
     Catalog catalog = settings.catalog().load();
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     KeyedWorkload w = new KeyedWorkload(22, 60);
@@ -121,7 +120,7 @@ class GlueCatalogTest {
     Map<String, String> env = env();
     env.remove("GLUE_CATALOG_ID");
     ConfigurationException e = assertThrows(ConfigurationException.class,
-        () -> MergerSettings.from(new Environment(env)));
+        () -> MergeSettings.from(new Environment(env)));
     assertTrue(e.getMessage().contains("GLUE_CATALOG_ID"), e.getMessage());
   }
 
@@ -130,7 +129,7 @@ class GlueCatalogTest {
     Map<String, String> env = env();
     env.remove("CATALOG_URI");
     env.put("AWS_REGION", "eu-west-1");
-    Map<String, String> props = MergerSettings.from(new Environment(env)).catalog().properties();
+    Map<String, String> props = MergeSettings.from(new Environment(env)).catalog().properties();
     assertEquals("https://glue.eu-west-1.amazonaws.com/iceberg", props.get("uri"));
     assertEquals(LocalStack.GLUE_CATALOG_ID, props.get("warehouse"));
     assertEquals("sigv4", props.get("rest.auth.type"));

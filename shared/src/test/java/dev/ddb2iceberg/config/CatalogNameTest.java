@@ -1,10 +1,10 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
@@ -36,7 +36,7 @@ class CatalogNameTest {
     Map<String, String> env = new HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir)
         .environment("orders"));
     env.put("CATALOG_NAME", "lake");
-    MergerSettings settings = MergerSettings.from(new Environment(env));
+    MergeSettings settings = MergeSettings.from(new Environment(env));
     assertEquals("lake", settings.catalog().name());
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     assertTrue(new BatchStager(store).stage(StreamEvents.batch(new KeyedWorkload(1, 20).next(20)).getRecords())
@@ -54,6 +54,6 @@ class CatalogNameTest {
   @Test
   void theCatalogIsNamedDdb2icebergUnlessSet(EmbeddedS3Server server) {
     Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
-    assertEquals("ddb2iceberg", MergerSettings.from(new Environment(env)).catalog().name());
+    assertEquals("ddb2iceberg", MergeSettings.from(new Environment(env)).catalog().name());
   }
 }

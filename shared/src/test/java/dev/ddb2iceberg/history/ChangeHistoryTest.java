@@ -1,6 +1,6 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.history;
 
-import dev.ddb2iceberg.history.ChangeHistory;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -51,7 +51,7 @@ class ChangeHistoryTest {
   @TempDir Path dir;
 
   private final Map<String, String> env = new HashMap<>();
-  private MergerSettings settings;
+  private MergeSettings settings;
   private Catalog catalog;
   private StagingStore store;
   /** Every change staged, by sequence number: what the history must hold once each. */
@@ -62,7 +62,7 @@ class ChangeHistoryTest {
   void setUp(EmbeddedS3Server server) {
     env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
     env.put("HISTORY_TABLE", "orders_history");
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }
@@ -210,7 +210,7 @@ class ChangeHistoryTest {
   void aHistoryTableNamedAsTheTableItselfIsRefused() {
     env.put("HISTORY_TABLE", "orders");
     ConfigurationException e = assertThrows(ConfigurationException.class,
-        () -> MergerSettings.from(new Environment(env)));
+        () -> MergeSettings.from(new Environment(env)));
     assertTrue(e.getMessage().contains("HISTORY_TABLE='orders'"), e.getMessage());
   }
 }

@@ -1,15 +1,14 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.merge;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.testkit.Compaction;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import dev.ddb2iceberg.merge.MergeOptions;
-import dev.ddb2iceberg.merge.MergeResult;
-import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
@@ -54,7 +53,7 @@ class TableShapeTest {
   private final Map<String, String> env = new HashMap<>();
   private final ExpectedTable model = new ExpectedTable();
   private EmbeddedS3Server server;
-  private MergerSettings settings;
+  private MergeSettings settings;
   private Catalog catalog;
   private StagingStore store;
 
@@ -65,7 +64,7 @@ class TableShapeTest {
   }
 
   private void configure() {
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }

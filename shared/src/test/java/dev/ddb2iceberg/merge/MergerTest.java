@@ -1,6 +1,8 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.merge;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import dev.ddb2iceberg.testkit.Compaction;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.params.ParameterizedTest;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -15,9 +17,6 @@ import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
-import dev.ddb2iceberg.merge.MergeOptions;
-import dev.ddb2iceberg.merge.MergeResult;
-import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -63,7 +62,7 @@ class MergerTest {
   @TempDir Path dir;
 
   private EmbeddedS3Server server;
-  private MergerSettings settings;
+  private MergeSettings settings;
   private Catalog catalog;
   private S3Client s3;
   private StagingStore store;
@@ -80,7 +79,7 @@ class MergerTest {
   }
 
   private void configure() {
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     s3 = server.newClient();
     store = new StagingStore(s3, settings.staging());

@@ -11,7 +11,6 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.maintenance.Maintenance;
-import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
@@ -28,7 +27,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.Table;
@@ -40,12 +38,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Maintenance of the change history (HISTORY_TABLE): the scheduled run compacts its small files in
- * sequence order and drops the days HISTORY_RETENTION_DAYS no longer keeps, and reports it beside
- * the table's own result. Real S3 server and SQLite catalog.
+ * Maintenance of the change history (HISTORY_TABLE) through the maintenance function's handler: the
+ * scheduled run compacts its small files in sequence order and drops the days
+ * HISTORY_RETENTION_DAYS no longer keeps, and reports it beside the table's own result. Real S3
+ * server and SQLite catalog. The library's side is {@code dev.ddb2iceberg.maintenance.HistoryMaintenanceTest}.
  */
 @ExtendWith(S3ServerExtension.class)
-class HistoryMaintenanceTest {
+class HistoryMaintenanceHandlerTest {
   /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
   private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -121,18 +120,5 @@ class HistoryMaintenanceTest {
     new Merger(catalog, settings.table(), store, UNFOLDED).run();
     assertEquals(expected, ChangeHistory.changes(history).stream().map(Change::sequenceNumber).toList(),
         "a change older than the days the history keeps is not appended");
-  }
-
-  @Test
-  void retentionDropsOldDaysInAnS3TableBucketTooWhereSnapshotExpiryIsLeftToTheBucket() {
-    KeyedWorkload w = new KeyedWorkload(22, 50);
-    mergeChangesOn(DAY_ONE, w, 2);
-    List<Change> kept = mergeChangesOn(DAY_ONE.plus(Duration.ofDays(5)), w, 2);
-    Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
-    new Maintenance(history, settings.options().forHistory(), settings.stagingUri(),
-        Clock.fixed(DAY_ONE.plus(Duration.ofDays(6)), ZoneOffset.UTC))
-        .managedStorage(true)
-        .run(EnumSet.of(MaintenanceTask.EXPIRE), false);
-    assertEquals(kept.size(), ChangeHistory.changes(history).size(), "only the retained day's changes are left");
   }
 }

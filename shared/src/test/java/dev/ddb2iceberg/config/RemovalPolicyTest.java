@@ -1,5 +1,6 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.config;
 
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -7,10 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.ddb2iceberg.config.ConfigurationException;
-import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
@@ -51,7 +48,7 @@ class RemovalPolicyTest {
   @TempDir Path dir;
 
   private final Map<String, String> env = new HashMap<>();
-  private MergerSettings settings;
+  private MergeSettings settings;
   private Catalog catalog;
   private StagingStore store;
   private final ExpectedTable model = new ExpectedTable();
@@ -64,7 +61,7 @@ class RemovalPolicyTest {
   }
 
   private void configure() {
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     catalog = settings.catalog().load();
   }
 

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.testkit;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -23,10 +23,10 @@ import org.apache.iceberg.io.OutputFileFactory;
  * the deletes applied, replacing all data and delete files in one RewriteFiles commit, as a
  * maintenance run would. (The real maintenance function comes with its own issue.)
  */
-final class Compaction {
+public final class Compaction {
   private Compaction() {}
 
-  static void rewriteAll(Table table) {
+  public static void rewriteAll(Table table) {
     table.refresh();
     long snapshotId = table.currentSnapshot().snapshotId();
     Set<DataFile> oldData = new HashSet<>();

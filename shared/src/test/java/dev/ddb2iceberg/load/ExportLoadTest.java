@@ -1,7 +1,6 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.load;
 
-import dev.ddb2iceberg.load.ExportLoadResult;
-import dev.ddb2iceberg.load.ExportLoader;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,7 +15,6 @@ import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
-import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
@@ -27,8 +25,6 @@ import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.StreamEvents;
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -59,7 +55,7 @@ class ExportLoadTest {
   @TempDir Path dir;
 
   private EmbeddedS3Server server;
-  private MergerSettings settings;
+  private MergeSettings settings;
   private Catalog catalog;
   private S3Client s3;
   private StagingStore store;
@@ -71,7 +67,7 @@ class ExportLoadTest {
     this.server = server;
     String bucket = S3ServerExtension.newBucket(server);
     env.putAll(new LocalStack(server, bucket, dir).environment("orders"));
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     s3 = server.newClient();
     store = new StagingStore(s3, settings.staging());
@@ -309,24 +305,5 @@ class ExportLoadTest {
     ExpectedTable model = exportedOnly(h);
     model.apply(changes);
     assertTableEquals(model);
-  }
-
-  @Test
-  void theMergerFunctionLoadsAnExportNamedInItsInputAndSaysWhenItIsDone() throws Exception {
-    History h = history(9);
-    stage(h.before());
-    String location = exports.writeFull("01764000000000-j", Instant.now().minusSeconds(60), h.exported(), 2);
-    MergerHandler handler = new MergerHandler(settings, catalog, s3);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    handler.handleRequest(new ByteArrayInputStream(("{\"loadExport\": \"" + location + "\", \"keys\": [\"pk\", \"sk\"]}")
-        .getBytes(StandardCharsets.UTF_8)), out, null);
-    JsonNode result = new ObjectMapper().readTree(out.toByteArray());
-    assertTrue(result.path("done").asBoolean(), result.toString());
-    assertEquals(h.exported().size(), result.path("itemsLoaded").asLong(), result.toString());
-
-    IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> handler.handleRequest(
-        new ByteArrayInputStream("{\"loadExport\": \"exports/AWSDynamoDB/x\"}".getBytes(StandardCharsets.UTF_8)),
-        new ByteArrayOutputStream(), null));
-    assertTrue(bad.getMessage().contains("is not an s3:// URI"), bad.getMessage());
   }
 }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.lookup;
 
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
@@ -25,7 +26,6 @@ import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
-import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -72,7 +72,7 @@ class KeyIndexTest {
   @TempDir Path dir;
 
   private EmbeddedS3Server server;
-  private MergerSettings settings;
+  private MergeSettings settings;
   private Catalog catalog;
   private StagingStore store;
   private final ExpectedTable model = new ExpectedTable();
@@ -89,7 +89,7 @@ class KeyIndexTest {
   }
 
   private void configure() {
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }
@@ -328,7 +328,7 @@ class KeyIndexTest {
         table().currentSnapshot().snapshotId(), List.of(key));
     assertEquals(damaged.filesInTable(), damaged.filesRead(), "a damaged index is rebuilt from every data file");
     stage(w.next(150));
-    settings = MergerSettings.from(new Environment(env));
+    settings = MergeSettings.from(new Environment(env));
     merge();
     assertIndexAgreesWithScan(w, 220);
     assertTableEqualsModel();

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.removals;
 
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.commit.Checkpoint;
@@ -10,7 +11,6 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
@@ -47,7 +47,7 @@ class RemovalsFilesTest {
     Map<String, String> env = new HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir)
         .environment("orders"));
     env.put("PARTITION_SPEC", "none"); // one data file a merge: the removals files are what is tested
-    MergerSettings settings = MergerSettings.from(new Environment(env));
+    MergeSettings settings = MergeSettings.from(new Environment(env));
     Catalog catalog = settings.catalog().load();
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     ExpectedTable model = new ExpectedTable();
