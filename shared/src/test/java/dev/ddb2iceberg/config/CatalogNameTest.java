@@ -4,14 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.nio.file.Path;
 import java.util.HashMap;

@@ -1,16 +1,13 @@
 package dev.ddb2iceberg.config;
 
-import dev.ddb2iceberg.testkit.MergeSettings;
-import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.LogCapture;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
@@ -20,10 +17,13 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.LogCapture;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;

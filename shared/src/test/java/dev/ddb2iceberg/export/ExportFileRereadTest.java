@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;

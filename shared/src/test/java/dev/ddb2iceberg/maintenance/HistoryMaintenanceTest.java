@@ -1,20 +1,20 @@
 package dev.ddb2iceberg.maintenance;
 
-import dev.ddb2iceberg.testkit.MaintenanceSettings;
-import dev.ddb2iceberg.history.ChangeHistory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.nio.file.Path;
 import java.time.Clock;

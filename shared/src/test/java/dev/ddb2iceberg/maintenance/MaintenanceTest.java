@@ -1,15 +1,13 @@
 package dev.ddb2iceberg.maintenance;
 
-import dev.ddb2iceberg.testkit.MaintenanceSettings;
-import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.commit.Checkpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
@@ -17,10 +15,12 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableItems;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;

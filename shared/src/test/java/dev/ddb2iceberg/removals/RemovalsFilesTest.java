@@ -1,24 +1,24 @@
 package dev.ddb2iceberg.removals;
 
-import dev.ddb2iceberg.testkit.MergeSettings;
-import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.merge.Merger;
-import dev.ddb2iceberg.commit.Checkpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MergeSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;

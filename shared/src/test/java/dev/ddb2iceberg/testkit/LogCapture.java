@@ -1,8 +1,8 @@
 package dev.ddb2iceberg.testkit;
 
-import dev.ddb2iceberg.observe.LogSettings;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.observe.LogSettings;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,7 +1,7 @@
 package dev.ddb2iceberg.testkit;
 
-import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import java.util.List;
 import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.HasTableOperations;

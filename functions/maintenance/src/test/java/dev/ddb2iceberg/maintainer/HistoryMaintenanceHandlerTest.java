@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.maintainer;
 
-import dev.ddb2iceberg.history.ChangeHistory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,8 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
@@ -18,6 +17,7 @@ import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
