@@ -2,7 +2,7 @@ package dev.ddb2iceberg.benchmarks;
 
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.PackagedFunction;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import java.nio.file.Files;

@@ -6,7 +6,7 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Operation;

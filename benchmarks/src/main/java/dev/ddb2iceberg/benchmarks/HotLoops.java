@@ -8,7 +8,7 @@ import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.stream.StreamRecordDecoder;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
-import dev.ddb2iceberg.workload.StreamEvents;
+import dev.ddb2iceberg.testkit.StreamEvents;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

@@ -8,7 +8,7 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.stream.StreamRecordDecoder;
-import dev.ddb2iceberg.workload.StreamEvents;
+import dev.ddb2iceberg.testkit.StreamEvents;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;

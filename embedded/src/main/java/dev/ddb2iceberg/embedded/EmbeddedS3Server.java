@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.embedded;
 
-import dev.ddb2iceberg.config.S3Settings;
 import java.net.URI;
 import java.nio.file.Path;
 import org.gaul.s3proxy.S3Proxy;
@@ -14,6 +13,7 @@ import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3Configuration;
 
 /**
  * A real S3-compatible server (s3proxy) started in-process on 127.0.0.1 and a free port. Tests and
@@ -24,6 +24,15 @@ public final class EmbeddedS3Server implements AutoCloseable {
   public static final String ACCESS_KEY = "local-access-key";
   public static final String SECRET_KEY = "local-secret-key";
   public static final String REGION = "us-east-1";
+  /**
+   * Plain uploads (no {@code aws-chunked} bodies, no {@code Expect: 100-continue}): under concurrent
+   * load s3proxy sometimes answers a chunked upload before reading all of it, and the client then
+   * fails with "Error writing request body to server" on every retry. The same setting as the
+   * library's {@code S3Settings.LOCAL_UPLOADS} for a local endpoint; kept here so that this module
+   * needs nothing of the library.
+   */
+  public static final S3Configuration PLAIN_UPLOADS =
+      S3Configuration.builder().chunkedEncodingEnabled(false).expectContinueEnabled(false).build();
   private final S3Proxy proxy;
   private final FaultInjectingBlobStore faults;
   private final URI endpoint;
@@ -92,7 +101,7 @@ public final class EmbeddedS3Server implements AutoCloseable {
         .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
         .httpClient(UrlConnectionHttpClient.create())
         .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-        .serviceConfiguration(S3Settings.LOCAL_UPLOADS) // see there why
+        .serviceConfiguration(PLAIN_UPLOADS) // see there why
         .build();
   }
 

@@ -1,13 +1,13 @@
 package dev.ddb2iceberg.faults;
 
 import dev.ddb2iceberg.commit.ExportProgress;
-import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
+import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.testkit.ExpectedTable;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

@@ -3,7 +3,7 @@ package dev.ddb2iceberg.faults;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.workload.RandomValues;
+import dev.ddb2iceberg.testkit.RandomValues;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -3,7 +3,7 @@ package dev.ddb2iceberg.interop;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
@@ -14,9 +14,9 @@ import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.table.TableItems;
+import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.table.TableLayout;
-import dev.ddb2iceberg.workload.ExpectedTable;
+import dev.ddb2iceberg.testkit.ExpectedTable;
 import java.time.Clock;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
@@ -55,7 +55,7 @@ final class PipelineTable {
   void stage(List<Change> changes) {
     for (int i = 0; i < changes.size(); i += 100) {
       List<Change> batch = changes.subList(i, Math.min(changes.size(), i + 100));
-      BatchStager.Result r = new BatchStager(store).stage(dev.ddb2iceberg.workload.StreamEvents.batch(batch).getRecords());
+      BatchStager.Result r = new BatchStager(store).stage(dev.ddb2iceberg.testkit.StreamEvents.batch(batch).getRecords());
       assertTrue(r.complete(), () -> "staging failed: " + r.failure());
       model.apply(batch, settings.table().removals());
       streamed.addAll(batch);

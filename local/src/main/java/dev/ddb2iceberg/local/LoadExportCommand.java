@@ -1,6 +1,6 @@
 package dev.ddb2iceberg.local;
 
-import dev.ddb2iceberg.load.InProcessExportLoad;
+import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;

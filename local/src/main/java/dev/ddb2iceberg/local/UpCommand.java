@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.testkit.LocalStack;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -7,9 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
+import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import com.fasterxml.jackson.databind.MappingIterator;

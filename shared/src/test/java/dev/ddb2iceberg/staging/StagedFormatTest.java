@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.workload.RandomChanges;
+import dev.ddb2iceberg.testkit.RandomChanges;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -10,7 +10,7 @@ import com.amazonaws.services.lambda.runtime.events.models.dynamodb.StreamViewTy
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.workload.StreamEvents;
+import dev.ddb2iceberg.testkit.StreamEvents;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,7 +28,7 @@ class StreamRecordDecoderTest {
   @Test
   void randomChangesSurviveEventEncodingAndDecoding() throws Exception {
     for (long seed = 1; seed <= 20; seed++) {
-      List<Change> changes = dev.ddb2iceberg.workload.RandomChanges.generate(seed, 50);
+      List<Change> changes = dev.ddb2iceberg.testkit.RandomChanges.generate(seed, 50);
       for (Change c : changes) {
         assertEquals(c, StreamRecordDecoder.decode(StreamEvents.record(c)));
       }

@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.table;
 
-import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -8,12 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.workload.RandomValues;
+import dev.ddb2iceberg.testkit.RandomValues;
 import java.math.BigDecimal;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;

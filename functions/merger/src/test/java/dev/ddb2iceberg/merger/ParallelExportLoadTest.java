@@ -1,9 +1,5 @@
 package dev.ddb2iceberg.merger;
 
-import dev.ddb2iceberg.commit.LoadMark;
-import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.load.InProcessExportLoad;
-import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -14,14 +10,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.commit.LoadMark;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.embedded.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.embedded.LocalStack;
-import dev.ddb2iceberg.embedded.LogCapture;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
@@ -32,10 +28,14 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.table.TableItems;
-import dev.ddb2iceberg.workload.ExpectedTable;
-import dev.ddb2iceberg.workload.KeyedWorkload;
-import dev.ddb2iceberg.workload.StreamEvents;
+import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
+import dev.ddb2iceberg.testkit.ExpectedTable;
+import dev.ddb2iceberg.testkit.InProcessExportLoad;
+import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.LogCapture;
+import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableItems;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -71,7 +71,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * export-load function's handler by {@link InProcessExportLoad} (Step Functions cannot run here; the
  * in-process runner takes its place, with the same steps, order and retries), against the embedded
  * S3 server and a real catalog. The export is written by the test in DynamoDB's documented layout.
- * The source table is modelled as in {@link ExportLoadTest}: what it held at the export time is the
+ * The source table is modelled as in {@code dev.ddb2iceberg.load.ExportLoadTest}: what it held at the export time is the
  * export; what the stream carries is staged, before, during and after the load.
  */
 @ExtendWith(S3ServerExtension.class)

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.embedded.LocalStack;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.PackagedFunction;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
