@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.faults;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
@@ -8,7 +9,6 @@ import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.load.ExportLoader;
-import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.ContinuousMerge;

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.faults;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,11 +18,9 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.maintainer.MaintenanceHandler;
-import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.merger.MergerHandler;
-import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.stager.StagerHandler;
 import dev.ddb2iceberg.stager.StagerSettings;

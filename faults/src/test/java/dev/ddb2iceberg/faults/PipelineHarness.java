@@ -1,10 +1,10 @@
 package dev.ddb2iceberg.faults;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.nio.file.Path;
 import java.util.Map;

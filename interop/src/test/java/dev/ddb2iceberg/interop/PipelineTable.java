@@ -1,16 +1,16 @@
 package dev.ddb2iceberg.interop;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
-import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;

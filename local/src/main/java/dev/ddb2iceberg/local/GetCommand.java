@@ -1,11 +1,11 @@
 package dev.ddb2iceberg.local;
 
+import dev.ddb2iceberg.function.MergerSettings;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.DdbNumbers;
 import dev.ddb2iceberg.model.DdbValue;

@@ -1,11 +1,11 @@
 package dev.ddb2iceberg.local;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.status.TableStatus;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.maintainer.MaintenanceHandler;
-import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.table.TableCreator;
 import java.time.Clock;
 import java.util.concurrent.Callable;

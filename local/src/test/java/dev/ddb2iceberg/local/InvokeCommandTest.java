@@ -187,7 +187,7 @@ class InvokeCommandTest {
     assertEquals(0, merged.exit(), merged.err());
     int changes = JSON.readTree(merged.out()).get("changesRead").asInt();
 
-    org.apache.iceberg.catalog.Catalog catalog = dev.ddb2iceberg.merger.MergerSettings
+    org.apache.iceberg.catalog.Catalog catalog = dev.ddb2iceberg.function.MergerSettings
         .from(new dev.ddb2iceberg.config.Environment(env)).catalog().load();
     var history = catalog.loadTable(org.apache.iceberg.catalog.TableIdentifier.of("ddb2iceberg", "orders_history"));
     var rows = dev.ddb2iceberg.history.ChangeHistory.changes(history);

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.local;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -16,9 +18,7 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.Setting;
 import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.ProjectFiles;
-import dev.ddb2iceberg.maintainer.MaintenanceSettings;
 import dev.ddb2iceberg.merger.ExportLoadHandler;
-import dev.ddb2iceberg.merger.MergerSettings;
 import dev.ddb2iceberg.stager.StagerSettings;
 import java.io.InputStream;
 import java.lang.reflect.Method;

@@ -11,7 +11,7 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -36,7 +36,7 @@ class CatalogNameTest {
     Map<String, String> env = new HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir)
         .environment("orders"));
     env.put("CATALOG_NAME", "lake");
-    MergeSettings settings = MergeSettings.from(new Environment(env));
+    MergerSettings settings = MergerSettings.from(new Environment(env));
     assertEquals("lake", settings.catalog().name());
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     assertTrue(new BatchStager(store).stage(StreamEvents.batch(new KeyedWorkload(1, 20).next(20)).getRecords())
@@ -54,6 +54,6 @@ class CatalogNameTest {
   @Test
   void theCatalogIsNamedDdb2icebergUnlessSet(EmbeddedS3Server server) {
     Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
-    assertEquals("ddb2iceberg", MergeSettings.from(new Environment(env)).catalog().name());
+    assertEquals("ddb2iceberg", MergerSettings.from(new Environment(env)).catalog().name());
   }
 }

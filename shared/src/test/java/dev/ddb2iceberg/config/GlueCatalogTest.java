@@ -16,7 +16,7 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
@@ -63,7 +63,7 @@ class GlueCatalogTest {
     return env;
   }
 
-  private void stage(MergeSettings settings, List<Change> changes) {
+  private void stage(MergerSettings settings, List<Change> changes) {
     BatchStager.Result r = new BatchStager(new StagingStore(server.newClient(), settings.staging()))
         .stage(StreamEvents.batch(changes).getRecords());
     assertTrue(r.complete(), r.failure());
@@ -72,7 +72,7 @@ class GlueCatalogTest {
 
   @Test
   void mergesCreateAndUpdateTheTableThroughSignedRestRequests() {
-    MergeSettings settings = MergeSettings.from(new Environment(env()));
+    MergerSettings settings = MergerSettings.from(new Environment(env()));
     Catalog catalog = settings.catalog().load();
     KeyedWorkload w = new KeyedWorkload(21, 80);
     stage(settings, w.next(200));
@@ -94,7 +94,7 @@ class GlueCatalogTest {
 
   @Test
   void aMergeThatLosesACommitRaceOnTheRestCatalogReplansAndAppliesEachChangeOnce() {
-    MergeSettings settings = MergeSettings.from(new Environment(env()));
+    MergerSettings settings = MergerSettings.from(new Environment(env()));
     Catalog catalog = settings.catalog().load();
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     KeyedWorkload w = new KeyedWorkload(22, 60);
@@ -120,7 +120,7 @@ class GlueCatalogTest {
     Map<String, String> env = env();
     env.remove("GLUE_CATALOG_ID");
     ConfigurationException e = assertThrows(ConfigurationException.class,
-        () -> MergeSettings.from(new Environment(env)));
+        () -> MergerSettings.from(new Environment(env)));
     assertTrue(e.getMessage().contains("GLUE_CATALOG_ID"), e.getMessage());
   }
 
@@ -129,7 +129,7 @@ class GlueCatalogTest {
     Map<String, String> env = env();
     env.remove("CATALOG_URI");
     env.put("AWS_REGION", "eu-west-1");
-    Map<String, String> props = MergeSettings.from(new Environment(env)).catalog().properties();
+    Map<String, String> props = MergerSettings.from(new Environment(env)).catalog().properties();
     assertEquals("https://glue.eu-west-1.amazonaws.com/iceberg", props.get("uri"));
     assertEquals(LocalStack.GLUE_CATALOG_ID, props.get("warehouse"));
     assertEquals("sigv4", props.get("rest.auth.type"));

@@ -21,7 +21,7 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
@@ -48,7 +48,7 @@ class RemovalPolicyTest {
   @TempDir Path dir;
 
   private final Map<String, String> env = new HashMap<>();
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private StagingStore store;
   private final ExpectedTable model = new ExpectedTable();
@@ -61,7 +61,7 @@ class RemovalPolicyTest {
   }
 
   private void configure() {
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
   }
 

@@ -20,7 +20,7 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
@@ -51,7 +51,7 @@ class ChangeHistoryTest {
   @TempDir Path dir;
 
   private final Map<String, String> env = new HashMap<>();
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private StagingStore store;
   /** Every change staged, by sequence number: what the history must hold once each. */
@@ -62,7 +62,7 @@ class ChangeHistoryTest {
   void setUp(EmbeddedS3Server server) {
     env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
     env.put("HISTORY_TABLE", "orders_history");
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }
@@ -210,7 +210,7 @@ class ChangeHistoryTest {
   void aHistoryTableNamedAsTheTableItselfIsRefused() {
     env.put("HISTORY_TABLE", "orders");
     ConfigurationException e = assertThrows(ConfigurationException.class,
-        () -> MergeSettings.from(new Environment(env)));
+        () -> MergerSettings.from(new Environment(env)));
     assertTrue(e.getMessage().contains("HISTORY_TABLE='orders'"), e.getMessage());
   }
 }

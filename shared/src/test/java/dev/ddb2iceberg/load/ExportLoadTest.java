@@ -22,7 +22,7 @@ import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.charset.StandardCharsets;
@@ -55,7 +55,7 @@ class ExportLoadTest {
   @TempDir Path dir;
 
   private EmbeddedS3Server server;
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private S3Client s3;
   private StagingStore store;
@@ -67,7 +67,7 @@ class ExportLoadTest {
     this.server = server;
     String bucket = S3ServerExtension.newBucket(server);
     env.putAll(new LocalStack(server, bucket, dir).environment("orders"));
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     s3 = server.newClient();
     store = new StagingStore(s3, settings.staging());

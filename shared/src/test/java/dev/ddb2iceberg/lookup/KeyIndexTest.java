@@ -32,7 +32,7 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.write.MergeWriter;
@@ -72,7 +72,7 @@ class KeyIndexTest {
   @TempDir Path dir;
 
   private EmbeddedS3Server server;
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private StagingStore store;
   private final ExpectedTable model = new ExpectedTable();
@@ -89,7 +89,7 @@ class KeyIndexTest {
   }
 
   private void configure() {
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }
@@ -328,7 +328,7 @@ class KeyIndexTest {
         table().currentSnapshot().snapshotId(), List.of(key));
     assertEquals(damaged.filesInTable(), damaged.filesRead(), "a damaged index is rebuilt from every data file");
     stage(w.next(150));
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     merge();
     assertIndexAgreesWithScan(w, 220);
     assertTableEqualsModel();

@@ -14,7 +14,7 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MaintenanceSettings;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.nio.file.Path;
 import java.time.Clock;

@@ -18,7 +18,7 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MaintenanceSettings;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.io.IOException;

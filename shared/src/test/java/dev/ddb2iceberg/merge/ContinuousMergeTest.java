@@ -14,7 +14,7 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
@@ -49,7 +49,7 @@ class ContinuousMergeTest {
   private final Map<String, String> env = new HashMap<>();
   private final ExpectedTable model = new ExpectedTable();
   private final KeyedWorkload workload = new KeyedWorkload(7, 200);
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private StagingStore store;
   private EmbeddedS3Server server;
@@ -94,7 +94,7 @@ class ContinuousMergeTest {
     this.server = server;
     env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
     env.put("MERGE_MODE", "continuous");
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }
@@ -207,7 +207,7 @@ class ContinuousMergeTest {
     for (int i = 0; i < 5; i++) {
       stageBatch(20);
     }
-    settings = new MergeSettings(settings.staging(), settings.s3(), settings.catalog(), settings.table(),
+    settings = new MergerSettings(settings.staging(), settings.s3(), settings.catalog(), settings.table(),
         settings.options().withMaxChanges(20), settings.continuous());
     TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
     List<Instant> waits = new ArrayList<>();
@@ -228,7 +228,7 @@ class ContinuousMergeTest {
   void aRunWhoseMergesAreHeldForAParallelLoadEndsAfterItsFirstLookInsteadOfSpinning() {
     stageBatch(20);
     env.put("INITIAL_LOAD", "parallel-export"); // no export loaded yet: merges wait
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     TimedMerges merges = new TimedMerges(Duration.ofMillis(200));
     ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
         t -> clock.set(t)).run(T0.plus(Duration.ofSeconds(55)));

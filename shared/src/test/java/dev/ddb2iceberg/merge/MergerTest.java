@@ -21,7 +21,7 @@ import dev.ddb2iceberg.testkit.Compaction;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
@@ -62,7 +62,7 @@ class MergerTest {
   @TempDir Path dir;
 
   private EmbeddedS3Server server;
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private S3Client s3;
   private StagingStore store;
@@ -79,7 +79,7 @@ class MergerTest {
   }
 
   private void configure() {
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     s3 = server.newClient();
     store = new StagingStore(s3, settings.staging());

@@ -14,7 +14,7 @@ import dev.ddb2iceberg.testkit.Compaction;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.io.IOException;
@@ -53,7 +53,7 @@ class TableShapeTest {
   private final Map<String, String> env = new HashMap<>();
   private final ExpectedTable model = new ExpectedTable();
   private EmbeddedS3Server server;
-  private MergeSettings settings;
+  private MergerSettings settings;
   private Catalog catalog;
   private StagingStore store;
 
@@ -64,7 +64,7 @@ class TableShapeTest {
   }
 
   private void configure() {
-    settings = MergeSettings.from(new Environment(env));
+    settings = MergerSettings.from(new Environment(env));
     catalog = settings.catalog().load();
     store = new StagingStore(server.newClient(), settings.staging());
   }

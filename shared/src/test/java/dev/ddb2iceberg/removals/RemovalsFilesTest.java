@@ -16,7 +16,7 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
@@ -47,7 +47,7 @@ class RemovalsFilesTest {
     Map<String, String> env = new HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir)
         .environment("orders"));
     env.put("PARTITION_SPEC", "none"); // one data file a merge: the removals files are what is tested
-    MergeSettings settings = MergeSettings.from(new Environment(env));
+    MergerSettings settings = MergerSettings.from(new Environment(env));
     Catalog catalog = settings.catalog().load();
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     ExpectedTable model = new ExpectedTable();

@@ -16,7 +16,7 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.MergeSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.RandomValues;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
@@ -62,11 +62,11 @@ class TypeFidelityTest {
     env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("types"));
   }
 
-  private MergeSettings settings() {
-    return MergeSettings.from(new Environment(env));
+  private MergerSettings settings() {
+    return MergerSettings.from(new Environment(env));
   }
 
-  private void stageAndMerge(MergeSettings settings, Catalog catalog, List<Change> changes) {
+  private void stageAndMerge(MergerSettings settings, Catalog catalog, List<Change> changes) {
     StagingStore store = new StagingStore(server.newClient(), settings.staging());
     BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
     assertTrue(r.complete(), r.failure());
@@ -93,7 +93,7 @@ class TypeFidelityTest {
   @Test
   void valuesOfEveryTypeAndDepthSurviveTwentyMergesOfAnEvolvingSchemaBitForBit() {
     env.put("PARTITION_SPEC", "none"); // one file per merge: the types are under test, not the layout
-    MergeSettings settings = settings();
+    MergerSettings settings = settings();
     Catalog catalog = settings.catalog().load();
     Random random = new Random(7);
     RandomValues values = new RandomValues(random);
@@ -118,7 +118,7 @@ class TypeFidelityTest {
     env.put("COLUMN_TYPES", "created_at=timestamp(epoch_millis), price=decimal(12,2)");
     env.put("PARTITION_SPEC", "day(created_at)");
     env.put("ITEM_JSON_COLUMN", "true");
-    MergeSettings settings = settings();
+    MergerSettings settings = settings();
     Catalog catalog = settings.catalog().load();
     List<Change> changes = new ArrayList<>();
     for (int i = 0; i < 30; i++) {
@@ -155,7 +155,7 @@ class TypeFidelityTest {
   void onFormatV3TheWholeItemIsAlsoAVariantColumn() throws Exception {
     env.put("TABLE_FORMAT_VERSION", "3");
     env.put("ITEM_VARIANT_COLUMN", "true");
-    MergeSettings settings = settings();
+    MergerSettings settings = settings();
     Catalog catalog = settings.catalog().load();
     Map<String, DdbValue> address = new LinkedHashMap<>();
     address.put("city", new DdbValue.S("Lyon"));
@@ -183,7 +183,7 @@ class TypeFidelityTest {
   @Test
   void aDecimalColumnIsWidenedWhenALaterMergeBringsLargerValues() {
     env.put("COLUMN_TYPES", "price=decimal(12,2)");
-    MergeSettings settings = settings();
+    MergerSettings settings = settings();
     Catalog catalog = settings.catalog().load();
     stageAndMerge(settings, catalog, List.of(upsert("p-1", Map.of("price", new DdbValue.N("19.99")))));
     stageAndMerge(settings, catalog, List.of(upsert("p-2", Map.of("price", new DdbValue.N("123456789012345.25")))));

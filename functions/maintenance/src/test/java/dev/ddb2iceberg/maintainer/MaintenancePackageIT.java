@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintainer;
 
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

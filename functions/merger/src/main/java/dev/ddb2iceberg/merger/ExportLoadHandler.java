@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.function.MergerSettings;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import dev.ddb2iceberg.config.Environment;

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;

@@ -1,10 +1,9 @@
-package dev.ddb2iceberg.merger;
+package dev.ddb2iceberg.function;
 
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.function.PipelineSettings;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.table.TableSettings;

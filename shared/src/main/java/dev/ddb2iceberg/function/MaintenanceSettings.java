@@ -1,11 +1,9 @@
-package dev.ddb2iceberg.maintainer;
+package dev.ddb2iceberg.function;
 
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.function.MaintenanceRun;
-import dev.ddb2iceberg.function.PipelineSettings;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.table.TableSettings;
 
