@@ -4,6 +4,7 @@ import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.index.KeyIndex;
@@ -39,8 +40,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * a continuous run on a clock the harness moves), maintenance of the table and of its change
  * history, and the export loader; each with the fault the {@link FaultPlan} gives it: S3 errors
  * armed on the blob store, a catalog whose commit outcome is unknown, a damaged key index, or a
- * crash or a racing commit injected through the parts' testing hooks ({@code beforeCommit},
- * {@code beforeCompactionCommit}). Every use of those hooks is in this class. After each run the
+ * crash or a racing commit injected just before a commit by a catalog that wraps the real one
+ * ({@link CommitHookCatalog}). Every such injection is in this class. After each run the
  * {@link Invariants} check the table against its checkpoints.
  */
 final class Actors {
@@ -137,26 +138,26 @@ final class Actors {
         // the merger's own hooks, below
       }
     }
-    Merger merger = new Merger(mergeCatalog, settings.table(), store, run.options());
     switch (run.fault()) {
       case CRASH_BEFORE_COMMIT -> {
         kind = "merger crashes before its commit";
-        merger.beforeCommit(t -> {
+        mergeCatalog = beforeCommits(mergeCatalog, t -> {
           throw new PipelineHarness.InjectedCrash("before the merge commit");
         });
       }
       case RACING_MAINTENANCE -> {
         kind = "maintenance commits while a merge is planning";
-        merger.beforeCommit(onFirstAttempt(this::racingMaintenance));
+        mergeCatalog = beforeCommits(mergeCatalog, onFirstAttempt(this::racingMaintenance));
       }
       case RACING_MERGER -> {
         kind = "another merger commits first";
-        merger.beforeCommit(onFirstAttempt(this::racingMerger));
+        mergeCatalog = beforeCommits(mergeCatalog, onFirstAttempt(this::racingMerger));
       }
       default -> {
         // armed above, or none
       }
     }
+    Merger merger = new Merger(mergeCatalog, settings.table(), store, run.options());
     if (!kind.equals("merge")) {
       stats.count(kind);
     }
@@ -192,6 +193,11 @@ final class Actors {
       throw new UncheckedIOException(e);
     }
     return true;
+  }
+
+  /** {@code through}, with {@code hook} run before each commit of the table that adds a snapshot. */
+  private Catalog beforeCommits(Catalog through, Consumer<Table> hook) {
+    return CommitHookCatalog.beforeEachSnapshot(through, id, hook);
   }
 
   /** A commit hook that runs {@code race} before the first attempt only (the retry must then win). */
@@ -268,18 +274,18 @@ final class Actors {
     Supplier<MergeResult> merge = () -> {
       int n = ++merges[0];
       stats.count("merges in continuous runs");
-      Merger m = new Merger(catalog, settings.table(), store, defaults);
+      Catalog mergeCatalog = catalog;
       FaultPlan.ContinuousMergeRun run = plan.continuousMerge(n, crashAt, () -> catalog.tableExists(id));
       switch (run.fault()) {
         case CRASH_BEFORE_COMMIT -> {
           stats.count("continuous runs dying before a commit mid-loop");
-          m.beforeCommit(t -> {
+          mergeCatalog = beforeCommits(catalog, t -> {
             throw new PipelineHarness.InjectedCrash("before a commit in the middle of a continuous run");
           });
         }
         case RACING_MAINTENANCE -> {
           stats.count("maintenance commits while a continuous run's merge is planning");
-          m.beforeCommit(onFirstAttempt(this::racingMaintenance));
+          mergeCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
         }
         case S3_DELETE_STAGED -> {
           stats.count("S3 DELETE errors after a continuous run's commit");
@@ -293,6 +299,7 @@ final class Actors {
         case NONE -> {
         }
       }
+      Merger m = new Merger(mergeCatalog, settings.table(), store, defaults);
       MergeResult r;
       try {
         r = m.run();
@@ -327,7 +334,11 @@ final class Actors {
   // ------------------------------------------------------------------ maintenance
 
   private Maintenance maintenance(Clock clock) {
-    return new Maintenance(catalog.loadTable(id),
+    return maintenance(clock, catalog);
+  }
+
+  private Maintenance maintenance(Clock clock, Catalog through) {
+    return new Maintenance(through.loadTable(id),
         settings.options().withTargetFileSize(1L << 20).withManifestThreshold(3),
         "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(), clock);
   }
@@ -340,12 +351,12 @@ final class Actors {
     FaultPlan.MaintenanceRun run = plan.maintenance(withFaults);
     Clock clock = run.tenDaysLater()
         ? Clock.fixed(Instant.now().plus(Duration.ofDays(10)), ZoneOffset.UTC) : Clock.systemUTC();
-    Maintenance m = maintenance(clock);
+    Catalog maintenanceCatalog = catalog;
     String kind = "maintenance";
     switch (run.fault()) {
       case CRASH_IN_COMPACTION -> {
         kind = "maintenance crashes in the middle of compaction";
-        m.beforeCompactionCommit(t -> {
+        maintenanceCatalog = CommitHookCatalog.beforeEachCompaction(catalog, id, t -> {
           throw new PipelineHarness.InjectedCrash("between compaction's writes and its commit");
         });
       }
@@ -359,11 +370,12 @@ final class Actors {
       }
       case RACING_MERGER -> {
         kind = "a merge commits while compaction is rewriting";
-        m.beforeCompactionCommit(t -> racingMerger());
+        maintenanceCatalog = CommitHookCatalog.beforeEachCompaction(catalog, id, t -> racingMerger());
       }
       case NONE -> {
       }
     }
+    Maintenance m = maintenance(clock, maintenanceCatalog);
     if (!kind.equals("maintenance")) {
       stats.count(kind);
     }
@@ -395,8 +407,7 @@ final class Actors {
   void loadExportChunk(boolean withFaults) {
     boolean tableExists = catalog.tableExists(id);
     FaultPlan.ExportChunk chunk = plan.exportChunk(withFaults, tableExists);
-    ExportLoader loader = new ExportLoader(catalog, settings.table(), store,
-        defaults.withMaxChanges(chunk.maxChanges()), server.newClient());
+    Catalog loadCatalog = catalog;
     String kind = "export chunk";
     switch (chunk.fault()) {
       case S3_GET_EXPORT -> {
@@ -409,21 +420,23 @@ final class Actors {
       }
       case CRASH_BEFORE_COMMIT -> {
         kind = "loader crashes before a chunk's commit";
-        loader.beforeCommit(t -> {
+        loadCatalog = beforeCommits(catalog, t -> {
           throw new PipelineHarness.InjectedCrash("before the export chunk's commit");
         });
       }
       case RACING_MERGER -> {
         kind = "a merge commits while a chunk is planned";
-        loader.beforeCommit(onFirstAttempt(this::racingMerger));
+        loadCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMerger));
       }
       case RACING_MAINTENANCE -> {
         kind = "maintenance commits while a chunk is planned";
-        loader.beforeCommit(onFirstAttempt(this::racingMaintenance));
+        loadCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
       }
       case NONE -> {
       }
     }
+    ExportLoader loader = new ExportLoader(loadCatalog, settings.table(), store,
+        defaults.withMaxChanges(chunk.maxChanges()), server.newClient());
     if (!kind.equals("export chunk")) {
       stats.count(kind);
     }

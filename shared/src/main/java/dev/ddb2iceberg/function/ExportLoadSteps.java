@@ -57,12 +57,6 @@ public final class ExportLoadSteps {
     this.concurrency = concurrency;
   }
 
-  /** Testing hook: runs just before the final commit. */
-  public ExportLoadSteps beforeCommit(Consumer<Table> hook) {
-    load.beforeCommit(hook);
-    return this;
-  }
-
   public Object run(Input in) {
     String step = in.step() == null ? "" : in.step();
     return switch (step) {

@@ -90,7 +90,6 @@ public final class ChangeHistory {
   private final Catalog catalog;
   private final TableIdentifier id;
   private final TableSettings settings;
-  private Consumer<Table> beforeCommit = t -> {};
 
   public ChangeHistory(Catalog catalog, TableSettings settings) {
     this.catalog = catalog;
@@ -100,12 +99,6 @@ public final class ChangeHistory {
 
   public TableIdentifier tableId() {
     return id;
-  }
-
-  /** Testing hook: runs just before each append commits (tests land a racing append there). */
-  public ChangeHistory beforeCommit(Consumer<Table> hook) {
-    this.beforeCommit = hook;
-    return this;
   }
 
   /**
@@ -205,7 +198,6 @@ public final class ChangeHistory {
         delta.validateFromSnapshot(base.snapshotId());
       }
       written.files().forEach(delta::addRows);
-      beforeCommit.accept(target);
       Snapshot committed = CommitProtocol.commit(target, delta, runId,
           written.files().stream().map(DataFile::location).toList());
       LOG.info("Change history {}: appended {} changes ({} already held, {} files read to tell)", id, rows.size(),

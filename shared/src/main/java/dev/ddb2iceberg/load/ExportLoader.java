@@ -69,7 +69,6 @@ public final class ExportLoader {
   private final MergeOptions options;
   private final S3Client exportS3;
   private final ChangeApplier applier;
-  private Consumer<Table> beforeCommit = table -> {};
 
   public ExportLoader(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options,
       S3Client exportS3) {
@@ -79,13 +78,7 @@ public final class ExportLoader {
     this.store = store;
     this.options = options;
     this.exportS3 = exportS3;
-    this.applier = new ChangeApplier(tableSettings, store, options, table -> beforeCommit.accept(table));
-  }
-
-  /** Testing hook: runs just before each chunk's commit attempt (fault tests crash or race there). */
-  public ExportLoader beforeCommit(Consumer<Table> hook) {
-    this.beforeCommit = hook;
-    return this;
+    this.applier = new ChangeApplier(tableSettings, store, options);
   }
 
   /** Loads chunks of up to {@code maxChanges} items until the export is in or the deadline is near. */

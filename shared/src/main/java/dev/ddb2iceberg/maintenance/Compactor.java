@@ -66,12 +66,10 @@ final class Compactor {
 
   private final Table table;
   private final MaintenanceOptions options;
-  private final Consumer<Table> beforeCommit;
 
-  Compactor(Table table, MaintenanceOptions options, Consumer<Table> beforeCommit) {
+  Compactor(Table table, MaintenanceOptions options) {
     this.table = table;
     this.options = options;
-    this.beforeCommit = beforeCommit;
   }
 
   MaintenanceResult.Compaction run(boolean dryRun) {
@@ -144,7 +142,6 @@ final class Compactor {
       // describes the compacted snapshot, whichever snapshot the commit lands on.
       summary.put(PipelineProperties.KEY_INDEX_MOVES, KeyIndex.writeMoves(table, moves.build(), new IndexCache(0)));
     }
-    beforeCommit.accept(table);
     new RewriteDataFilesCommitManager(table, start.snapshotId(), true, summary)
         .commitOrClean(new HashSet<>(selected));
     int dangling = removeDanglingDeletes();

@@ -42,7 +42,6 @@ public final class Maintenance {
   private final MaintenanceOptions options;
   private final String stagingUri;
   private final Clock clock;
-  private Consumer<Table> beforeCompactionCommit = t -> {};
   private boolean managedStorage;
 
   /** @param stagingUri the staging area, e.g. {@code s3://bucket/staging/}: never touched */
@@ -61,12 +60,6 @@ public final class Maintenance {
    */
   public Maintenance managedStorage(boolean managed) {
     this.managedStorage = managed;
-    return this;
-  }
-
-  /** Testing hook: runs just before compaction commits, to land a concurrent merge there. */
-  public Maintenance beforeCompactionCommit(Consumer<Table> hook) {
-    this.beforeCompactionCommit = hook;
     return this;
   }
 
@@ -94,7 +87,7 @@ public final class Maintenance {
     // A task that loses a race with another commit gives up for this run; the next run does it.
     if (tasks.contains(MaintenanceTask.COMPACT)) {
       compaction = CommitProtocol.unlessRaced("Compaction",
-          () -> new Compactor(table, options, beforeCompactionCommit).run(dryRun),
+          () -> new Compactor(table, options).run(dryRun),
           lost -> raced(conflicts, "compact", lost, MaintenanceResult.Compaction.NONE));
     }
     // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the

@@ -57,13 +57,11 @@ public final class ChangeApplier {
   private final TableSettings tableSettings;
   private final StagingStore store;
   private final MergeOptions options;
-  private final Consumer<Table> beforeCommit;
 
-  public ChangeApplier(TableSettings tableSettings, StagingStore store, MergeOptions options, Consumer<Table> beforeCommit) {
+  public ChangeApplier(TableSettings tableSettings, StagingStore store, MergeOptions options) {
     this.tableSettings = tableSettings;
     this.options = options;
     this.store = store;
-    this.beforeCommit = beforeCommit;
   }
 
   /** What one commit of changes did; the counts are those of {@link MergeResult}. */
@@ -129,7 +127,6 @@ public final class ChangeApplier {
     List<String> attemptFiles = new ArrayList<>(recorded.files());
     written.files().forEach(f -> attemptFiles.add(f.location()));
     deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
-    beforeCommit.accept(table);
     long snapshotId = CommitProtocol.commit(table, delta, runId, attemptFiles).snapshotId();
     long tDone = System.nanoTime();
 

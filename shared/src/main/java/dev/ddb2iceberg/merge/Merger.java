@@ -69,7 +69,6 @@ public final class Merger {
   private final ChangeApplier applier;
   /** The change history (HISTORY_TABLE), or null. */
   private final ChangeHistory history;
-  private Consumer<Table> beforeCommit = table -> {};
 
   public Merger(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options) {
     this.catalog = catalog;
@@ -77,23 +76,8 @@ public final class Merger {
     this.tableSettings = tableSettings;
     this.store = store;
     this.options = options;
-    this.applier = new ChangeApplier(tableSettings, store, options, table -> beforeCommit.accept(table));
+    this.applier = new ChangeApplier(tableSettings, store, options);
     this.history = tableSettings.historyTable() == null ? null : new ChangeHistory(catalog, tableSettings);
-  }
-
-  /**
-   * Testing hook: runs just before each commit attempt, with the table as planned. Fault tests use
-   * it to land a concurrent commit (a compaction, another merger) between planning and committing.
-   */
-  public Merger beforeCommit(Consumer<Table> hook) {
-    this.beforeCommit = hook;
-    return this;
-  }
-
-  /** Testing hook: runs just before each change-history append commits (HISTORY_TABLE must be set). */
-  public Merger beforeHistoryCommit(Consumer<Table> hook) {
-    history.beforeCommit(hook);
-    return this;
   }
 
   public TableIdentifier tableId() {

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.config;
 
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -102,12 +103,13 @@ class GlueCatalogTest {
     new Merger(catalog, settings.table(), store, settings.options()).run();
     stage(settings, w.next(100));
     MergeResult[] other = new MergeResult[1];
-    MergeResult r = new Merger(catalog, settings.table(), store, settings.options()).beforeCommit(t -> {
+    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog, TableIdentifier.of("sales", "orders"), t -> {
       if (other[0] == null) {
         // a second merger commits first; the server rejects the stale commit (409)
         other[0] = new Merger(settings.catalog().load(), settings.table(), store, settings.options()).run();
       }
-    }).run();
+    });
+    MergeResult r = new Merger(hooked, settings.table(), store, settings.options()).run();
     assertEquals(1, other[0].objectsApplied());
     assertEquals(2, r.commitAttempts(), "the first attempt lost the race");
     assertEquals(0, r.objectsApplied());

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.history;
 
+import java.util.function.Consumer;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -78,6 +80,13 @@ class ChangeHistoryTest {
     return new Merger(catalog, settings.table(), store, options);
   }
 
+  /** A merger that runs {@code hook} just before each commit to {@code table}. */
+  private Merger merger(String table, Consumer<Table> hook) {
+    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog,
+        TableIdentifier.of(settings.table().namespace(), table), hook);
+    return new Merger(hooked, settings.table(), store, settings.options());
+  }
+
   private void drain(MergeOptions options) {
     for (int i = 0; i < 100 && !store.list().isEmpty(); i++) {
       merger(options).run();
@@ -143,7 +152,7 @@ class ChangeHistoryTest {
   void aMergerCrashingBetweenTheHistoryAndTheTableCommitNeitherDuplicatesNorDrops() {
     KeyedWorkload w = new KeyedWorkload(5, 30);
     stage(w.next(80));
-    Merger crashing = merger(settings.options()).beforeCommit(t -> {
+    Merger crashing = merger(settings.table().name(), t -> {
       throw new IllegalStateException("injected crash before the table's commit");
     });
     assertThrows(IllegalStateException.class, crashing::run);
@@ -159,7 +168,7 @@ class ChangeHistoryTest {
     KeyedWorkload w = new KeyedWorkload(9, 30);
     stage(w.next(60));
     boolean[] raced = {false};
-    Merger first = merger(settings.options()).beforeHistoryCommit(t -> {
+    Merger first = merger("orders_history", t -> {
       if (!raced[0]) {
         raced[0] = true;
         merger(settings.options()).run(); // another merger appends the same slice and merges it

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -98,14 +99,22 @@ class MaintenanceTest {
     return new Merger(catalog, settings.table(), store, UNFOLDED);
   }
 
+  private TableIdentifier tableId() {
+    return TableIdentifier.of(settings.table().namespace(), settings.table().name());
+  }
+
   private Table table() {
-    return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
+    return catalog.loadTable(tableId());
   }
 
   private Maintenance maintenance(Clock clock) {
+    return maintenance(clock, table());
+  }
+
+  private Maintenance maintenance(Clock clock, Table table) {
     // A 16 MB target: a test-sized table's merged files are all small (so there is something to
     // compact), while one bucket's rows, tens of nested columns wide, still fit in one output file.
-    return new Maintenance(table(), settings.options().withTargetFileSize(16L << 20).withManifestThreshold(10),
+    return new Maintenance(table, settings.options().withTargetFileSize(16L << 20).withManifestThreshold(10),
         settings.stagingUri(), clock);
   }
 
@@ -192,9 +201,9 @@ class MaintenanceTest {
       mergeSmallBatch(60);
     }
     MergeResult[] merge = new MergeResult[1];
-    MaintenanceResult r = maintenance(Clock.systemUTC())
-        .beforeCompactionCommit(t -> merge[0] = mergeSmallBatch(200))
-        .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+    Table hooked = CommitHookCatalog.beforeEachCompaction(catalog, tableId(), t -> merge[0] = mergeSmallBatch(200))
+        .loadTable(tableId());
+    MaintenanceResult r = maintenance(Clock.systemUTC(), hooked).run(EnumSet.of(MaintenanceTask.COMPACT), false);
     assertTrue(merge[0].rowsReplaced() + merge[0].itemsRemoved() > 0,
         "the merge deleted rows in files being compacted: " + merge[0]);
     assertEquals(1, merge[0].commitAttempts(), "the merge was not disturbed");
@@ -216,11 +225,12 @@ class MaintenanceTest {
     stager.stage(StreamEvents.batch(batch).getRecords());
     expected.apply(batch);
     MaintenanceResult[] compaction = new MaintenanceResult[1];
-    MergeResult r = merger().beforeCommit(t -> {
+    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog, tableId(), t -> {
       if (compaction[0] == null) {
         compaction[0] = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
       }
-    }).run();
+    });
+    MergeResult r = new Merger(hooked, settings.table(), store, UNFOLDED).run();
     assertTrue(compaction[0].compaction().groups() > 0);
     assertEquals(2, r.commitAttempts(), "the merge re-planned against the compacted files");
     assertTableEqualsExpected();

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.merge;
 
+import java.util.function.Consumer;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -108,6 +110,13 @@ class MergerTest {
 
   private Merger merger() {
     return new Merger(catalog, settings.table(), store, settings.options());
+  }
+
+  /** A merger that runs {@code hook} just before each of its commits. */
+  private Merger merger(Consumer<Table> hook) {
+    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog,
+        TableIdentifier.of(settings.table().namespace(), settings.table().name()), hook);
+    return new Merger(hooked, settings.table(), store, settings.options());
   }
 
   private Table table() {
@@ -380,7 +389,7 @@ class MergerTest {
     merger().run();
     stage(w.next(150));
     int[] compactions = {0};
-    MergeResult r = merger().beforeCommit(t -> {
+    MergeResult r = merger(t -> {
       if (compactions[0]++ == 0) {
         Compaction.rewriteAll(t); // rewrites the very files the merge is deleting rows from
       }
@@ -397,7 +406,7 @@ class MergerTest {
     stage(w.next(100));
     stage(w.next(100));
     MergeResult[] other = new MergeResult[1];
-    MergeResult r = merger().beforeCommit(t -> {
+    MergeResult r = merger(t -> {
       if (other[0] == null) {
         other[0] = merger().run(); // a second merger starts, plans and commits first
       }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -80,7 +81,9 @@ class TableShapeTest {
   private MergeResult merge(List<Change> batch, MergeOptions options, Consumer<Table> beforeCommit) {
     assertTrue(new BatchStager(store).stage(StreamEvents.batch(batch).getRecords()).complete());
     model.apply(batch);
-    MergeResult r = new Merger(catalog, settings.table(), store, options).beforeCommit(beforeCommit).run();
+    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog,
+        TableIdentifier.of(settings.table().namespace(), settings.table().name()), beforeCommit);
+    MergeResult r = new Merger(hooked, settings.table(), store, options).run();
     var actual = TableItems.read(table());
     assertTrue(model.items().equals(actual), () -> "the table differs from the model after " + r + ": "
         + ExpectedTable.diff(model.items(), actual));

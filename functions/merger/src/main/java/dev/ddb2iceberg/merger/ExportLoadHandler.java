@@ -69,9 +69,4 @@ public final class ExportLoadHandler implements RequestStreamHandler {
         bytes -> steps.run(FunctionInput.read(bytes, "export load", ExportLoadSteps.Input.class)));
   }
 
-  /** Testing hook: runs just before the final commit. */
-  ExportLoadHandler beforeCommit(Consumer<Table> hook) {
-    steps.beforeCommit(hook);
-    return this;
-  }
 }

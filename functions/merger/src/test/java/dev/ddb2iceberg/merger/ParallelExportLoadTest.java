@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.merger;
 
+import dev.ddb2iceberg.config.Settings;
+import java.util.function.Consumer;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -109,6 +112,14 @@ class ParallelExportLoadTest {
 
   private ExportLoadHandler handler() {
     return new ExportLoadHandler(new Environment(env));
+  }
+
+  /** A handler whose steps run {@code hook} just before each commit that adds a snapshot to the table. */
+  private ExportLoadHandler handler(Consumer<Table> hook) {
+    Environment e = new Environment(env);
+    MergerSettings s = MergerSettings.from(e);
+    return new ExportLoadHandler(s, CommitHookCatalog.beforeEachSnapshot(s.catalog().load(), tableId(), hook),
+        s.s3().newClient(), e.positiveInt(Settings.EXPORT_LOAD_CONCURRENCY), e.positiveInt(Settings.LOAD_BATCH_ITEMS));
   }
 
   /** Calls the handler as Lambda would: JSON in, JSON out; an exception it throws is rethrown. */
@@ -325,7 +336,7 @@ class ParallelExportLoadTest {
     }
     String location = exports.writeFull("01764000000000-m", Instant.now().minusSeconds(60), h.exported(), 5);
     AtomicBoolean raced = new AtomicBoolean();
-    ExportLoadHandler handler = handler().beforeCommit(planned -> {
+    ExportLoadHandler handler = handler(planned -> {
       if (raced.compareAndSet(false, true)) {
         var compaction = new Maintenance(table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/",
             Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false).compaction();
@@ -393,11 +404,12 @@ class ParallelExportLoadTest {
     Function<ObjectNode, JsonNode> invoke = invoker(handler());
     JsonNode[] plan = new JsonNode[1];
     // The merge checked for a mark before there was one; the load marks the table while it writes.
-    MergeResult slipped = new Merger(catalog, settings.table(), store, settings.options()).beforeCommit(t -> {
+    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog, tableId(), t -> {
       if (plan[0] == null) {
         plan[0] = invoke.apply(input(location).put("step", "plan").put("workers", 2));
       }
-    }).run();
+    });
+    MergeResult slipped = new Merger(hooked, settings.table(), store, settings.options()).run();
     assertNotNull(slipped.snapshotId(), "the merge committed after the mark");
 
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> loadIndexAndCommit(invoke, plan[0]));
@@ -421,7 +433,7 @@ class ParallelExportLoadTest {
     Function<ObjectNode, JsonNode> other = invoker(handler());
     AtomicBoolean overlapped = new AtomicBoolean();
     String[] loadId = new String[1];
-    ExportLoadHandler first = handler().beforeCommit(t -> {
+    ExportLoadHandler first = handler(t -> {
       if (overlapped.compareAndSet(false, true)) { // a retried step's attempt lands while this one commits
         JsonNode landed = other.apply(JSON.createObjectNode().put("step", "commit").put("loadId", loadId[0]));
         assertFalse(landed.path("alreadyCommitted").asBoolean(), landed.toString());

@@ -163,7 +163,6 @@ public final class ParallelExportLoad {
   private final MergeOptions options;
   private final S3Client exportS3;
   private final int batchItems;
-  private Consumer<Table> beforeCommit = table -> {};
 
   /**
    * @param batchItems a worker writes its rows in batches of this many items (each batch one data
@@ -178,12 +177,6 @@ public final class ParallelExportLoad {
     this.options = options;
     this.exportS3 = exportS3;
     this.batchItems = batchItems;
-  }
-
-  /** Testing hook: runs just before the final commit (a test lands a maintenance commit there). */
-  public ParallelExportLoad beforeCommit(Consumer<Table> hook) {
-    this.beforeCommit = hook;
-    return this;
   }
 
   // ------------------------------------------------------------------------------------- plan
@@ -531,7 +524,6 @@ public final class ParallelExportLoad {
     try {
       append.commit();
       txn.updateProperties().remove(PipelineProperties.PARALLEL_LOAD_IN_PROGRESS).commit();
-      beforeCommit.accept(table);
       txn.commitTransaction(); // retried by Iceberg on a lost race, validating again each time
     } catch (ValidationException conflict) {
       table.refresh();
