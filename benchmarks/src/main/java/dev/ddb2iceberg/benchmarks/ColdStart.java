@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
+import org.sqlite.JDBC;
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.testkit.LocalStack;
@@ -49,7 +50,7 @@ public final class ColdStart {
     for (int i = 0; i < runs; i++) {
       long t0 = System.nanoTime();
       PackagedFunction.Result r = PackagedFunction.invoke(jar, handler, env, event, flags, LambdaEventSerializers.class,
-          org.sqlite.JDBC.class);
+          JDBC.class);
       times[i] = (System.nanoTime() - t0) / 1_000_000;
       if (r.exit() != 0) {
         throw new IllegalStateException(handler + " failed: " + r.log());

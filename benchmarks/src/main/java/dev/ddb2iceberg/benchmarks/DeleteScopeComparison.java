@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.benchmarks;
 
+import java.util.HashSet;
+import java.util.Set;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
@@ -72,7 +74,7 @@ public final class DeleteScopeComparison {
           table.refresh();
           long deleteFiles = 0;
           long deleteBytes = 0;
-          java.util.Set<String> seen = new java.util.HashSet<>();
+          Set<String> seen = new HashSet<>();
           try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
             for (FileScanTask t : tasks) {
               for (DeleteFile d : t.deletes()) {
@@ -108,7 +110,7 @@ public final class DeleteScopeComparison {
     }
   }
 
-  private static final java.util.Set<String> RUN_ONCE = new java.util.HashSet<>();
+  private static final Set<String> RUN_ONCE = new HashSet<>();
 
   /** True the second time a scope runs (the first is the JIT's warm-up). */
   private static boolean warmed(String scope) {

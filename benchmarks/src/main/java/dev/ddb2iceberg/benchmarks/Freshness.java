@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.benchmarks;
 
+import java.util.Collections;
+import org.slf4j.event.Level;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.observe.LogSettings;
@@ -85,7 +87,7 @@ public final class Freshness {
     int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 300;
     boolean continuous = mode.equals("continuous");
     // Quiet: the functions' INFO lines would drown the report (LOG_LEVEL=INFO brings them back).
-    LogSettings.defaultPipelineLevel(org.slf4j.event.Level.WARN);
+    LogSettings.defaultPipelineLevel(Level.WARN);
     Path dir = Files.createTempDirectory("freshness-bench");
     try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
       server.createBucket("bench");
@@ -115,7 +117,7 @@ public final class Freshness {
       }
       AtomicBoolean producing = new AtomicBoolean(true);
       AtomicBoolean polling = new AtomicBoolean(true);
-      List<Long> stageMillis = java.util.Collections.synchronizedList(new ArrayList<>());
+      List<Long> stageMillis = Collections.synchronizedList(new ArrayList<>());
 
       Thread producer = new Thread(() -> produce(gen, shards, seconds, producing), "producer");
       List<Thread> pollers = new ArrayList<>();
@@ -123,7 +125,7 @@ public final class Freshness {
         LinkedBlockingQueue<Change> shard = shards.get(i);
         pollers.add(new Thread(() -> poll(shard, window, store, batches, stageMillis, polling), "esm-" + i));
       }
-      List<MergeResult> merges = java.util.Collections.synchronizedList(new ArrayList<>());
+      List<MergeResult> merges = Collections.synchronizedList(new ArrayList<>());
       List<String> runs = new ArrayList<>();
       long[] requests0 = requests(server);
       long start = System.currentTimeMillis();

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
+import org.apache.iceberg.catalog.Namespace;
 import dev.ddb2iceberg.table.TableSettings;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import dev.ddb2iceberg.config.Environment;
@@ -60,7 +61,7 @@ public class HotLoops {
     catalog.initialize("bench", Map.of());
     TableSettings settings = TableSettings.from(new Environment(Map.of("TABLE_NAMESPACE", "bench",
         "TABLE_NAME", "orders")));
-    catalog.createNamespace(org.apache.iceberg.catalog.Namespace.of("bench"));
+    catalog.createNamespace(Namespace.of("bench"));
     layout = TableLayout.of(TableCreator.loadOrCreate(catalog, TableIdentifier.of("bench", "orders"), settings, changes));
     liveKeys = new HashMap<>();
     for (int i = 0; i < changes.size(); i++) {

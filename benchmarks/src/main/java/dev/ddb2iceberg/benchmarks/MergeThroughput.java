@@ -1,5 +1,15 @@
 package dev.ddb2iceberg.benchmarks;
 
+import java.io.Closeable;
+import java.io.UncheckedIOException;
+import java.text.ParseException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.iceberg.catalog.TableIdentifier;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
@@ -78,7 +88,7 @@ public final class MergeThroughput {
   private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
 
   public static void main(String[] args) throws Exception {
-    long[] sizes = args.length == 0 ? new long[] {1_000_000L} : java.util.Arrays.stream(args).mapToLong(Long::parseLong).toArray();
+    long[] sizes = args.length == 0 ? new long[] {1_000_000L} : Arrays.stream(args).mapToLong(Long::parseLong).toArray();
     Path dir = Files.createTempDirectory("merge-bench");
     try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
       server.createBucket("bench");
@@ -123,7 +133,7 @@ public final class MergeThroughput {
 
   private static double run(LocalStack stack, EmbeddedS3Server server, long rows, int changes) {
     String name = "bench_" + rows;
-    java.util.Map<String, String> variables = stack.environment(name);
+    Map<String, String> variables = stack.environment(name);
     if (HISTORY) {
       variables.put("HISTORY_TABLE", name + "_history");
     }
@@ -138,9 +148,9 @@ public final class MergeThroughput {
       return run(catalog, server, staging, tableSettings, rows, changes);
     } finally {
       try {
-        ((java.io.Closeable) catalog).close();
+        ((Closeable) catalog).close();
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     }
   }
@@ -152,7 +162,7 @@ public final class MergeThroughput {
 
     long t0 = System.nanoTime();
     Table table = TableCreator.loadOrCreate(catalog,
-        org.apache.iceberg.catalog.TableIdentifier.of(tableSettings.namespace(), tableSettings.name()), tableSettings,
+        TableIdentifier.of(tableSettings.namespace(), tableSettings.name()), tableSettings,
         List.of(change(0, Operation.INSERT, 0, new Random(0))));
     bulkLoad(table, rows);
     System.out.printf("loaded %,d rows in %.1f s%n", rows, (System.nanoTime() - t0) / 1e9);
@@ -175,7 +185,7 @@ public final class MergeThroughput {
       table.refresh();
       if (keyIndex) {
         var status = dev.ddb2iceberg.status.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
-            java.time.Clock.systemUTC()).keyIndex();
+            Clock.systemUTC()).keyIndex();
         Results.report(String.format("key index build from a %,d-row table (first merge with KEY_INDEX=on)", rows),
             "-", String.format("%.1f s; %,d bytes in S3 (%.1f bytes per row)", primeSeconds, status.bytes(),
                 (double) status.bytes() / rows));
@@ -190,10 +200,10 @@ public final class MergeThroughput {
     if (jfr != null) {
       try {
         recording = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"));
-      } catch (java.io.IOException | java.text.ParseException e) {
+      } catch (IOException | ParseException e) {
         throw new IllegalStateException(e);
       }
-      recording.enable("jdk.ExecutionSample").withPeriod(java.time.Duration.ofMillis(2)); // enough samples for seconds
+      recording.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(2)); // enough samples for seconds
       recording.start();
     }
     System.gc(); // the load's garbage is not the merge's
@@ -208,7 +218,7 @@ public final class MergeThroughput {
       try {
         recording.dump(Path.of(jfr.replace(".jfr", "") + "-" + rows + ".jfr"));
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     }
     System.out.printf("%,d rows: %s%n", rows, result);
@@ -239,7 +249,7 @@ public final class MergeThroughput {
       double coldSeconds = (System.nanoTime() - c0) / 1e9;
       table.refresh();
       var index = dev.ddb2iceberg.status.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
-          java.time.Clock.systemUTC()).keyIndex();
+          Clock.systemUTC()).keyIndex();
       System.out.printf("cold merge of %,d changes: %.2f s (%s)%n", PRIME, coldSeconds, cold);
       Results.report(String.format("merger, cold container: %,d mixed changes into %,d rows, key index read from S3%s",
           PRIME, rows, NARROW ? ", narrow items" : ""), "-", String.format("%.2f s; reads the whole index once"
@@ -260,7 +270,7 @@ public final class MergeThroughput {
       Change c = change((long) (random.nextDouble() * rows), Operation.REMOVE, 0, random);
       keys.add(dev.ddb2iceberg.index.IndexKeys.encode(layout.keyOf(c)));
     }
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    ExecutorService pool = Executors.newFixedThreadPool(2);
     try {
       index.lookup(keys, pool);
     } finally {
@@ -330,7 +340,7 @@ public final class MergeThroughput {
         writer.write(row, table.spec(), partition);
       }
     } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
+      throw new UncheckedIOException(e);
     }
     table.updateProperties().remove(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES).commit();
     AppendFiles append = table.newAppend();
@@ -340,7 +350,7 @@ public final class MergeThroughput {
 
   static void deleteRecursively(Path dir) throws IOException {
     try (var paths = Files.walk(dir)) {
-      paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     }
   }
 }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
+import org.slf4j.event.Level;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.observe.LogSettings;
 import dev.ddb2iceberg.table.TableSettings;
@@ -65,7 +66,7 @@ public final class MetadataGrowth {
 
   public static void main(String[] args) throws Exception {
     int commits = args.length > 0 ? Integer.parseInt(args[0]) : 17_280;
-    LogSettings.defaultPipelineLevel(org.slf4j.event.Level.WARN);
+    LogSettings.defaultPipelineLevel(Level.WARN);
     Path dir = Files.createTempDirectory("metadata-bench");
     try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
       server.createBucket("bench");

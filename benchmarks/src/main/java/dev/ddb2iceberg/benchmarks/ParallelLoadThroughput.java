@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
+import org.slf4j.event.Level;
 import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.observe.LogSettings;
@@ -45,7 +46,7 @@ public final class ParallelLoadThroughput {
   public static void main(String[] args) throws Exception {
     long items = Long.parseLong(args[0]);
     int dataFiles = Integer.parseInt(args[1]);
-    LogSettings.defaultPipelineLevel(org.slf4j.event.Level.WARN);
+    LogSettings.defaultPipelineLevel(Level.WARN);
     Path dir = Files.createTempDirectory("parallel-load-bench");
     try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
       server.createBucket("bench");

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
+import java.nio.ByteBuffer;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.serialization.PojoSerializer;
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
@@ -39,7 +40,7 @@ public final class StagerThroughput {
     byte[] eventJson = json.toByteArray();
     byte[] staged = StagedFormat.write(changes);
     // The staged body before compression is close to DynamoDB's own item size (names + values).
-    int body = java.nio.ByteBuffer.wrap(staged, 10, 4).getInt();
+    int body = ByteBuffer.wrap(staged, 10, 4).getInt();
     System.out.printf("batch: %,d records of ~%,d bytes (uncompressed staged form), event JSON %,d bytes per record,"
         + " staged object %,d bytes (%.1fx smaller than the event)%n",
         RECORDS, body / RECORDS, eventJson.length / RECORDS, staged.length, (double) eventJson.length / staged.length);

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
+import java.util.Arrays;
 import dev.ddb2iceberg.status.ScanShape;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
@@ -58,7 +59,7 @@ public final class TableShape {
 
   public static void main(String[] args) throws Exception {
     long[] sizes = args.length == 0 ? new long[] {1_000_000L}
-        : java.util.Arrays.stream(args).mapToLong(Long::parseLong).toArray();
+        : Arrays.stream(args).mapToLong(Long::parseLong).toArray();
     Path dir = Files.createTempDirectory("shape-bench");
     try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
       server.createBucket("bench");

@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.embedded;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.net.URI;
 import java.nio.file.Path;
 import org.gaul.s3proxy.S3Proxy;
@@ -66,9 +69,9 @@ public final class EmbeddedS3Server implements AutoCloseable {
   /** As {@link #onDisk(Path)}, on a given port (0 for any free one). */
   public static EmbeddedS3Server onDisk(Path directory, int port) {
     try {
-      java.nio.file.Files.createDirectories(directory);
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException("cannot create the S3 data folder " + directory, e);
+      Files.createDirectories(directory);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create the S3 data folder " + directory, e);
     }
     return start(new FilesystemNio2BlobStore(directory.toAbsolutePath().toString()), port);
   }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.faults;
 
+import java.nio.file.Files;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
@@ -41,7 +42,7 @@ class PipelineUnderFaultsTest {
     List<DynamicTest> tests = new ArrayList<>();
     for (long seed : seeds()) {
       tests.add(DynamicTest.dynamicTest("seed " + seed, () -> {
-        Path work = java.nio.file.Files.createDirectories(dir.resolve("seed-" + seed));
+        Path work = Files.createDirectories(dir.resolve("seed-" + seed));
         EmbeddedS3Server server = SERVER.get();
         new PipelineHarness(seed, server, S3ServerExtension.newBucket(server), work, STATS).run(14);
       }));

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.interop;
 
+import java.util.ArrayList;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -36,7 +37,7 @@ final class PipelineTable {
   final Map<String, String> env;
   final ExpectedTable model = new ExpectedTable();
   /** Every change staged, in stream order: what a change history must hold. */
-  final List<Change> streamed = new java.util.ArrayList<>();
+  final List<Change> streamed = new ArrayList<>();
   final MergerSettings settings;
   final Catalog catalog;
   final StagingStore store;

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.interop;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -97,7 +98,7 @@ final class SparkProcess {
           + "mvn -B verify -pl interop -am");
     }
     try {
-      return classes + java.io.File.pathSeparator + Files.readString(file).strip();
+      return classes + File.pathSeparator + Files.readString(file).strip();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -1,5 +1,13 @@
 package dev.ddb2iceberg.interop;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.time.OffsetDateTime;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.iceberg.TableUtil;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
@@ -104,16 +112,16 @@ class SparkReadsPipelineTablesTest {
   private static List<String> readmeSql(String heading) {
     String text;
     try {
-      text = java.nio.file.Files.readString(ProjectFiles.root().resolve("README.md"));
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+      text = Files.readString(ProjectFiles.root().resolve("README.md"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
     int start = text.indexOf("\n" + heading);
     assertTrue(start >= 0, "the README has a section " + heading);
     int end = text.indexOf("\n## ", start + heading.length());
     String section = text.substring(start, end < 0 ? text.length() : end);
     List<String> blocks = new ArrayList<>();
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("```sql\n(.*?)```", java.util.regex.Pattern.DOTALL)
+    Matcher m = Pattern.compile("```sql\n(.*?)```", Pattern.DOTALL)
         .matcher(section);
     while (m.find()) {
       blocks.add(m.group(1).trim());
@@ -179,7 +187,7 @@ class SparkReadsPipelineTablesTest {
       t.stage(workload.next(400));
       t.merge();
     }
-    assertEquals(3, org.apache.iceberg.TableUtil.formatVersion(t.table()));
+    assertEquals(3, TableUtil.formatVersion(t.table()));
     assertTrue(deletionVectors(t) > 0, "the v3 table has live deletion vectors");
     return t;
   }
@@ -191,8 +199,8 @@ class SparkReadsPipelineTablesTest {
         n += task.deletes().stream()
             .filter(d -> d.content() == FileContent.POSITION_DELETES && d.format().name().equals("PUFFIN")).count();
       }
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
     return n;
   }
@@ -384,7 +392,7 @@ class SparkReadsPipelineTablesTest {
       assertEquals(c.operation().name(), row.path("_ddb_op").asText(), at);
       assertEquals(dev.ddb2iceberg.model.SequenceNumbers.pad(c.sequenceNumber()), row.path("_ddb_seq").asText(), at);
       assertEquals(c.ttlExpiry(), row.path("_ddb_ttl").asBoolean(), at);
-      assertEquals(Instant.ofEpochMilli(c.approximateCreationMillis()), java.time.OffsetDateTime.parse(row.path("_ddb_time").asText()).toInstant(), at);
+      assertEquals(Instant.ofEpochMilli(c.approximateCreationMillis()), OffsetDateTime.parse(row.path("_ddb_time").asText()).toInstant(), at);
       if (c.newImage() == null) {
         assertTrue(row.path("status").isMissingNode() || row.path("status").isNull(), at);
       } else {
@@ -397,7 +405,7 @@ class SparkReadsPipelineTablesTest {
   @Test
   void theReadmeAsOfQueryReturnsTheSourceTableAsItWasThen() {
     String query = readmeSql("## The change history").get(1);
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("TIMESTAMP '([^']+)'").matcher(query);
+    Matcher m = Pattern.compile("TIMESTAMP '([^']+)'").matcher(query);
     assertTrue(m.find(), "the as-of query names a time: " + query);
     long then = Instant.parse(m.group(1)).toEpochMilli();
     List<Change> upToThen = TABLES.get("orders").streamed.stream().filter(c -> c.approximateCreationMillis() <= then)
@@ -406,11 +414,11 @@ class SparkReadsPipelineTablesTest {
         "the README's time falls inside the workload: " + upToThen.size() + " changes before it");
     ExpectedTable asOf = new ExpectedTable();
     asOf.apply(upToThen); // as DynamoDB held it then
-    Map<String, String> expected = new java.util.TreeMap<>();
+    Map<String, String> expected = new TreeMap<>();
     asOf.items().forEach((k, item) -> expected.put(((DdbValue.S) k.get("customer_id")).value() + "/"
         + ((DdbValue.N) k.get("order_id")).text(), ((DdbValue.S) item.get("status")).value() + " v"
         + ((DdbValue.N) item.get("version")).text()));
-    Map<String, String> seen = new java.util.TreeMap<>();
+    Map<String, String> seen = new TreeMap<>();
     for (String line : spark.get("as of").rowsOrFail()) {
       JsonNode row = SparkRows.parse(line);
       seen.put(row.path("customer_id").asText() + "/" + row.path("order_id").asText(),

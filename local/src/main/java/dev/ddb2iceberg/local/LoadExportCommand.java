@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.local;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -109,8 +111,8 @@ final class LoadExportCommand implements Callable<Integer> {
         try {
           return JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(step),
               new LocalContext("ExportLoad", 4096, 900)));
-        } catch (java.io.IOException e) {
-          throw new java.io.UncheckedIOException(e);
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
         }
       }, line -> {
         synchronized (out) {

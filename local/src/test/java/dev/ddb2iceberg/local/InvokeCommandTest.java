@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.local;
 
+import java.nio.file.Files;
+import java.util.HashMap;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
 import dev.ddb2iceberg.observe.LogSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -176,7 +180,7 @@ class InvokeCommandTest {
    */
   @Test
   void theSampleEventsThroughAMergerThatKeepsRemovalsAndAChangeHistory() throws Exception {
-    Map<String, String> env = new java.util.HashMap<>(new LocalStack(server, bucket, dir).environment("orders"));
+    Map<String, String> env = new HashMap<>(new LocalStack(server, bucket, dir).environment("orders"));
     env.put("TTL_EXPIRIES", "mark");
     env.put("DELETES", "soft");
     env.put("HISTORY_TABLE", "orders_history");
@@ -187,15 +191,15 @@ class InvokeCommandTest {
     assertEquals(0, merged.exit(), merged.err());
     int changes = JSON.readTree(merged.out()).get("changesRead").asInt();
 
-    org.apache.iceberg.catalog.Catalog catalog = dev.ddb2iceberg.function.MergerSettings
+    Catalog catalog = dev.ddb2iceberg.function.MergerSettings
         .from(new dev.ddb2iceberg.config.Environment(env)).catalog().load();
-    var history = catalog.loadTable(org.apache.iceberg.catalog.TableIdentifier.of("ddb2iceberg", "orders_history"));
+    var history = catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders_history"));
     var rows = dev.ddb2iceberg.history.ChangeHistory.changes(history);
     // The TTL sample is the batch's last record delivered again: six read, five changes, each once.
     assertEquals(6, changes, merged.out());
     assertEquals(5, rows.size(), "each change the stream delivered, once: " + rows);
     assertTrue(rows.stream().anyMatch(dev.ddb2iceberg.model.Change::ttlExpiry), "the TTL removal, flagged: " + rows);
-    var table = catalog.loadTable(org.apache.iceberg.catalog.TableIdentifier.of("ddb2iceberg", "orders"));
+    var table = catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders"));
     assertTrue(table.schema().findField("_ddb_expired_at") != null && table.schema().findField("_ddb_deleted_at") != null,
         "the mark columns: " + table.schema());
 
@@ -283,7 +287,7 @@ class InvokeCommandTest {
   @Test
   void anEventThatIsNotJsonIsAOneLineError() throws Exception {
     Path bad = dir.resolve("bad.json");
-    java.nio.file.Files.writeString(bad, "{\"Records\": [");
+    Files.writeString(bad, "{\"Records\": [");
     Run r = run("invoke", "Stager", "-e", bad.toString(), "-n", envVars.toString());
     assertEquals(2, r.exit(), r.err());
     assertTrue(r.err().strip().lines().anyMatch(l -> l.startsWith("Error: the event is not a valid DynamodbEvent")), r.err());

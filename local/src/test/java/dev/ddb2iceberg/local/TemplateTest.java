@@ -1,5 +1,11 @@
 package dev.ddb2iceberg.local;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -102,8 +108,8 @@ class TemplateTest {
   }
 
   /** Both destinations: the Glue Data Catalog (the default) and an S3 table bucket. */
-  @org.junit.jupiter.params.ParameterizedTest
-  @org.junit.jupiter.params.provider.ValueSource(strings = {"glue", "s3tables"})
+  @ParameterizedTest
+  @ValueSource(strings = {"glue", "s3tables"})
   void everyEnvironmentVariableAFunctionReadsIsSetInTheTemplate(String catalogType) {
     for (String id : TEMPLATE.functionIds()) {
       Map<String, String> env = deployedEnvironment(id, catalogType);
@@ -190,7 +196,7 @@ class TemplateTest {
     } else if (value.isArray()) {
       value.forEach(v -> refs.addAll(references(v)));
     } else if (value.isTextual()) {
-      java.util.regex.Matcher sub = java.util.regex.Pattern.compile("\\$\\{([A-Za-z0-9]+)}").matcher(value.asText());
+      Matcher sub = Pattern.compile("\\$\\{([A-Za-z0-9]+)}").matcher(value.asText());
       while (sub.find()) {
         refs.add(sub.group(1));
       }
@@ -207,7 +213,7 @@ class TemplateTest {
   void theMergeScheduleHandsTheMergerItsScheduledTimeAndARunEndsBeforeTheNext() throws Exception {
     JsonNode schedule = ROOT.path("Resources").path("Merger").path("Properties").path("Events").path("Schedule")
         .path("Properties");
-    JsonNode input = new com.fasterxml.jackson.databind.ObjectMapper().readTree(schedule.path("Input").asText());
+    JsonNode input = new ObjectMapper().readTree(schedule.path("Input").asText());
     assertEquals("<aws.scheduler.scheduled-time>", input.path("scheduledTime").asText(),
         "the schedule's Input: " + schedule.path("Input"));
     assertEquals("rate(1 minute)", ROOT.path("Parameters").path("MergeSchedule").path("Default").asText());
@@ -227,9 +233,9 @@ class TemplateTest {
     JsonNode machine = ROOT.path("Resources").path("ExportLoadStateMachine").path("Properties");
     Path file = ProjectFiles.root().resolve(machine.path("DefinitionUri").asText());
     String text = Files.readString(file);
-    JsonNode asl = new com.fasterxml.jackson.databind.ObjectMapper().readTree(text); // throws unless JSON
+    JsonNode asl = new ObjectMapper().readTree(text); // throws unless JSON
     JsonNode substitutions = machine.path("DefinitionSubstitutions");
-    java.util.regex.Matcher used = java.util.regex.Pattern.compile("\\$\\{([A-Za-z0-9]+)}").matcher(text);
+    Matcher used = Pattern.compile("\\$\\{([A-Za-z0-9]+)}").matcher(text);
     Set<String> usedNames = new TreeSet<>();
     while (used.find()) {
       usedNames.add(used.group(1));
@@ -435,7 +441,7 @@ class TemplateTest {
   void theDashboardBodyIsJsonOnceItsVariablesAreFilledIn() throws Exception {
     JsonNode sub = ROOT.path("Resources").path("Dashboard").path("Properties").path("DashboardBody").path("Fn::Sub");
     String body = sub.path(0).asText().replaceAll("\\$\\{[^}]+}", "x");
-    JsonNode widgets = new com.fasterxml.jackson.databind.ObjectMapper().readTree(body).path("widgets");
+    JsonNode widgets = new ObjectMapper().readTree(body).path("widgets");
     assertTrue(widgets.size() >= 4, "widgets: " + widgets.size());
     for (String variable : List.of("Table", "Queue")) {
       assertTrue(sub.path(1).has(variable), "the dashboard's variable " + variable + " is defined");
@@ -512,7 +518,7 @@ class TemplateTest {
     return ids;
   }
 
-  private static java.util.stream.Stream<JsonNode> stream(JsonNode array) {
+  private static Stream<JsonNode> stream(JsonNode array) {
     List<JsonNode> nodes = new ArrayList<>();
     array.forEach(nodes::add);
     return nodes.stream();

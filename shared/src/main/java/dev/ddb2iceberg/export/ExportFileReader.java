@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.export;
 
+import java.io.OutputStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.core.exception.SdkException;
 import dev.ddb2iceberg.model.Change;
 import java.io.BufferedReader;
 import java.io.EOFException;
@@ -25,7 +29,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * cannot seek, so earlier lines are read and skipped without being parsed).
  */
 public final class ExportFileReader {
-  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ExportFileReader.class);
+  private static final Logger LOG = LoggerFactory.getLogger(ExportFileReader.class);
   /** Reads of a file in a row that may be cut short before it fails. */
   static final int REREADS = 3;
   private final S3Client s3;
@@ -48,7 +52,7 @@ public final class ExportFileReader {
       while (in.readLine() != null) {
         lines++;
       }
-      raw.transferTo(java.io.OutputStream.nullOutputStream()); // the digest covers every stored byte
+      raw.transferTo(OutputStream.nullOutputStream()); // the digest covers every stored byte
     } catch (IOException e) {
       throw new UncheckedIOException("Could not read export data file s3://" + bucket + "/" + file.key(), e);
     }
@@ -100,10 +104,10 @@ public final class ExportFileReader {
           }
           line++;
         }
-        raw.transferTo(java.io.OutputStream.nullOutputStream());
+        raw.transferTo(OutputStream.nullOutputStream());
         check(file, Base64.getEncoder().encodeToString(md5.digest()), line);
         return line;
-      } catch (IOException | software.amazon.awssdk.core.exception.SdkException e) {
+      } catch (IOException | SdkException e) {
         failures = delivered > before ? 1 : failures + 1;
         if (failures > REREADS) {
           throw new UncheckedIOException("Could not read export data file s3://" + bucket + "/" + file.key()

@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.index;
 
+import java.io.FilterOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.zip.ZipException;
+import org.apache.iceberg.exceptions.NotFoundException;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -37,7 +41,7 @@ final class IndexFile {
       String[] files = entries.files();
       Varints.write(buf, files.length);
       for (String f : files) {
-        byte[] b = f.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] b = f.getBytes(StandardCharsets.UTF_8);
         Varints.write(buf, b.length);
         buf.writeBytes(b);
       }
@@ -64,7 +68,7 @@ final class IndexFile {
   }
 
   /** Counts the bytes that pass, for the size of a file just written. */
-  private static final class CountingOutputStream extends java.io.FilterOutputStream {
+  private static final class CountingOutputStream extends FilterOutputStream {
     long count;
 
     CountingOutputStream(OutputStream out) {
@@ -95,7 +99,7 @@ final class IndexFile {
       int fileCount = (int) Varints.read(in);
       String[] files = new String[fileCount];
       for (int f = 0; f < fileCount; f++) {
-        files[f] = new String(in.readNBytes((int) Varints.read(in)), java.nio.charset.StandardCharsets.UTF_8);
+        files[f] = new String(in.readNBytes((int) Varints.read(in)), StandardCharsets.UTF_8);
       }
       if (count > Integer.MAX_VALUE) {
         throw new DamagedIndexException(location + " claims " + count + " entries");
@@ -114,9 +118,9 @@ final class IndexFile {
         throw new DamagedIndexException(location + " does not end where its entry count says");
       }
       return entries.build();
-    } catch (EOFException | java.util.zip.ZipException e) {
+    } catch (EOFException | ZipException e) {
       throw new DamagedIndexException(location + " is truncated or damaged (" + e.getMessage() + ")");
-    } catch (org.apache.iceberg.exceptions.NotFoundException e) {
+    } catch (NotFoundException e) {
       throw new DamagedIndexException(location + " is missing");
     } catch (IOException e) {
       // Anything else (a network error) may pass: the run fails and the next one reads the index again.

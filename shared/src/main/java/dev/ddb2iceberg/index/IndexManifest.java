@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.index;
 
+import com.fasterxml.jackson.core.JacksonException;
+import org.apache.iceberg.exceptions.NotFoundException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
@@ -40,9 +42,9 @@ public record IndexManifest(int format, int parts, List<String> base, List<Strin
         throw new DamagedIndexException(location + " is not a version 1 key index manifest");
       }
       return m;
-    } catch (com.fasterxml.jackson.core.JacksonException e) {
+    } catch (JacksonException e) {
       throw new DamagedIndexException("key index manifest " + location + " is damaged: " + e.getOriginalMessage());
-    } catch (org.apache.iceberg.exceptions.NotFoundException e) {
+    } catch (NotFoundException e) {
       throw new DamagedIndexException("key index manifest " + location + " is missing");
     } catch (IOException e) {
       // Anything else (a network error) may pass: the run fails and the next one reads the index again.

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.index;
 
+import java.util.Collections;
+import org.apache.iceberg.DataOperations;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -73,11 +75,11 @@ public final class KeyIndex {
     for (Snapshot s = snapshot; s != null; s = s.parentId() == null ? null : table.snapshot(s.parentId())) {
       String manifest = manifestOf(s);
       if (manifest != null) {
-        java.util.Collections.reverse(steps);
+        Collections.reverse(steps);
         return new Resolved(manifest, steps, null);
       }
       String moved = s.summary().get(PipelineProperties.KEY_INDEX_MOVES);
-      if (moved == null && org.apache.iceberg.DataOperations.REPLACE.equals(s.operation())) {
+      if (moved == null && DataOperations.REPLACE.equals(s.operation())) {
         // Another writer's rewrite: it moved rows (and may have applied deletes) but changed no item.
         steps.add(new Step(null, s.snapshotId()));
       } else if (moved == null) {
@@ -351,7 +353,7 @@ public final class KeyIndex {
       this.table = table;
       this.prefix = directory(table) + UUID.randomUUID() + "-part-";
       this.cache = cache;
-      this.base = new ArrayList<>(java.util.Collections.nCopies(parts, (String) null));
+      this.base = new ArrayList<>(Collections.nCopies(parts, (String) null));
     }
 
     /** Writes one part's entries (live rows only); a part never written stays empty. */

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.lookup;
 
+import org.apache.iceberg.DataFile;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.index.DamagedIndexException;
 import dev.ddb2iceberg.index.IndexCache;
@@ -154,7 +155,7 @@ public final class IndexLookup implements LiveRowLookup {
    */
   private String movesOfRewrite(Table table, TableLayout layout, long snapshotId, Map<String, FileScanTask> tasks) {
     List<FileScanTask> added = new ArrayList<>();
-    for (org.apache.iceberg.DataFile f : table.snapshot(snapshotId).addedDataFiles(table.io())) {
+    for (DataFile f : table.snapshot(snapshotId).addedDataFiles(table.io())) {
       FileScanTask task = tasks.get(f.location());
       if (task != null) {
         added.add(task); // a file a later rewrite replaced again is that rewrite's to move

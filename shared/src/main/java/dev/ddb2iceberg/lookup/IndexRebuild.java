@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.lookup;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
@@ -112,8 +114,8 @@ final class IndexRebuild {
           builders[p].add(key, file, position, sequence);
         }
       }
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 }

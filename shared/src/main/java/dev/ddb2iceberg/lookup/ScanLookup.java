@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.lookup;
 
+import java.util.HashSet;
 import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
@@ -80,7 +81,7 @@ public final class ScanLookup implements LiveRowLookup {
       throw new UncheckedIOException(e);
     }
 
-    Set<List<Object>> wanted = keys instanceof Set<List<Object>> s ? s : new java.util.HashSet<>(keys);
+    Set<List<Object>> wanted = keys instanceof Set<List<Object>> s ? s : new HashSet<>(keys);
     List<Future<FileRows>> reads = new ArrayList<>();
     for (FileScanTask task : candidates) {
       reads.add(pool.submit(() -> read(table, layout, task, wanted)));

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.ddb2iceberg.commit.CommitProtocol;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
@@ -201,7 +202,7 @@ public final class ChangeApplier {
     try {
       store.putQuarantined("merger/" + SequenceNumbers.pad(c.sequenceNumber()) + ".json",
           JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(doc));
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+    } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
     LOG.error("Change {} cannot be merged and is kept in the quarantine: {}", c.sequenceNumber(), reason);

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merge;
 
+import java.util.concurrent.ExecutorService;
 import dev.ddb2iceberg.lookup.IndexLookup;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.lookup.ScanLookup;
@@ -92,7 +93,7 @@ public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAtt
   }
 
   /** How this run finds live rows. */
-  public LiveRowLookup lookup(java.util.concurrent.ExecutorService pool) {
+  public LiveRowLookup lookup(ExecutorService pool) {
     if (!keyIndex) {
       return new ScanLookup(pool);
     }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.staging;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.amazonaws.services.lambda.runtime.events.models.dynamodb.Record;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -98,7 +99,7 @@ public final class BatchStager {
   private static byte[] bytes(ObjectNode node) {
     try {
       return JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(node);
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+    } catch (JsonProcessingException e) {
       throw new IllegalStateException("cannot render a quarantined record", e);
     }
   }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.status;
 
+import java.util.HashMap;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.commit.ExportProgress;
@@ -183,7 +184,7 @@ public record TableStatus(
     int small = 0;
     long dataBytes = 0;
     long records = 0;
-    java.util.Map<String, DeleteFile> deletes = new java.util.HashMap<>();
+    Map<String, DeleteFile> deletes = new HashMap<>();
     ScanShape.Counter shape = new ScanShape.Counter();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
       for (FileScanTask task : tasks) {

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.table;
 
+import java.time.DateTimeException;
 import dev.ddb2iceberg.model.DdbValue;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -410,7 +411,7 @@ public final class TypeMapping {
       long m = micros.longValueExact();
       Instant t = Instant.EPOCH.plus(m, ChronoUnit.MICROS);
       return timestamp(t, epochSecondsText(t).equals(text));
-    } catch (ArithmeticException | java.time.DateTimeException notWholeMicrosOrOutOfRange) {
+    } catch (ArithmeticException | DateTimeException notWholeMicrosOrOutOfRange) {
       return Projection.MISFIT;
     }
   }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.config;
 
+import java.util.function.Consumer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.Test;
 /** The Environment's readers and their error messages: one shape naming the variable, the value and what it may be. */
 class EnvironmentTest {
 
-  private static String error(Map<String, String> variables, java.util.function.Consumer<Environment> read) {
+  private static String error(Map<String, String> variables, Consumer<Environment> read) {
     return assertThrows(ConfigurationException.class, () -> read.accept(new Environment(variables))).getMessage();
   }
 

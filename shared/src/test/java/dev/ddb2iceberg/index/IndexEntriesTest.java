@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.index;
 
+import java.util.Arrays;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -51,7 +52,7 @@ class IndexEntriesTest {
     IndexEntries built = builder.build();
     assertEquals(expected, asMap(built));
     for (int i = 1; i < built.size(); i++) {
-      assertTrue(java.util.Arrays.compareUnsigned(built.entry(i - 1).key(), built.entry(i).key()) < 0,
+      assertTrue(Arrays.compareUnsigned(built.entry(i - 1).key(), built.entry(i).key()) < 0,
           "entries are in unsigned byte order at " + i);
     }
     assertEquals(expected.get("k17"), built.find(key(17)) == null ? null : describe(built.find(key(17))));

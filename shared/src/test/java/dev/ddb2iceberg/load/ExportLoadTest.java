@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.load;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -225,7 +226,7 @@ class ExportLoadTest {
     ObjectMapper json = new ObjectMapper();
     JsonNode summary = json.readTree(s3.getObjectAsBytes(b -> b.bucket(ExportLocation.parse(location).bucket())
         .key(folder + "manifest-summary.json")).asByteArray());
-    exports.put(folder + "manifest-summary.json", ((com.fasterxml.jackson.databind.node.ObjectNode) summary)
+    exports.put(folder + "manifest-summary.json", ((ObjectNode) summary)
         .put("itemCount", h.exported().size() + 1).toString().getBytes(StandardCharsets.UTF_8));
 
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

@@ -1,5 +1,19 @@
 package dev.ddb2iceberg.lookup;
 
+import java.io.IOException;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.Random;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionKey;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.FanoutDataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -235,13 +249,13 @@ class KeyIndexTest {
    * deletes applied, rows in a new order (so old positions are wrong), committed as a plain
    * {@code replace} that says nothing of the key index.
    */
-  private void rewriteEverythingAsAnotherWriter() throws java.io.IOException {
+  private void rewriteEverythingAsAnotherWriter() throws IOException {
     Table table = table();
-    java.util.Set<org.apache.iceberg.DataFile> old = new java.util.HashSet<>();
-    java.util.Set<org.apache.iceberg.DeleteFile> oldDeletes = new java.util.HashSet<>();
-    List<org.apache.iceberg.data.Record> rows = new ArrayList<>();
+    Set<DataFile> old = new HashSet<>();
+    Set<DeleteFile> oldDeletes = new HashSet<>();
+    List<Record> rows = new ArrayList<>();
     try (var tasks = table.newScan().planFiles()) {
-      for (org.apache.iceberg.FileScanTask task : tasks) {
+      for (FileScanTask task : tasks) {
         old.add(task.file());
         oldDeletes.addAll(task.deletes());
         try (var read = dev.ddb2iceberg.table.TaskRows.read(table, task, table.schema())) {
@@ -249,24 +263,24 @@ class KeyIndexTest {
         }
       }
     }
-    java.util.Collections.shuffle(rows, new java.util.Random(7));
-    var writers = new org.apache.iceberg.data.GenericFileWriterFactory.Builder(table)
-        .dataFileFormat(org.apache.iceberg.FileFormat.PARQUET).build();
-    var files = org.apache.iceberg.io.OutputFileFactory.builderFor(table, 9, 9)
-        .format(org.apache.iceberg.FileFormat.PARQUET).build();
-    var writer = new org.apache.iceberg.io.FanoutDataWriter<org.apache.iceberg.data.Record>(writers, files, table.io(),
+    Collections.shuffle(rows, new Random(7));
+    var writers = new GenericFileWriterFactory.Builder(table)
+        .dataFileFormat(FileFormat.PARQUET).build();
+    var files = OutputFileFactory.builderFor(table, 9, 9)
+        .format(FileFormat.PARQUET).build();
+    var writer = new FanoutDataWriter<Record>(writers, files, table.io(),
         128L << 20);
-    var partition = new org.apache.iceberg.PartitionKey(table.spec(), table.schema());
-    var wrapper = new org.apache.iceberg.data.InternalRecordWrapper(table.schema().asStruct());
+    var partition = new PartitionKey(table.spec(), table.schema());
+    var wrapper = new InternalRecordWrapper(table.schema().asStruct());
     try (writer) {
-      for (org.apache.iceberg.data.Record row : rows) {
+      for (Record row : rows) {
         partition.partition(wrapper.wrap(row));
         writer.write(row, table.spec(), partition);
       }
     }
     table.newRewrite()
         .validateFromSnapshot(table.currentSnapshot().snapshotId())
-        .rewriteFiles(old, oldDeletes, java.util.Set.copyOf(writer.result().dataFiles()), java.util.Set.of())
+        .rewriteFiles(old, oldDeletes, Set.copyOf(writer.result().dataFiles()), Set.of())
         .commit();
   }
 

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.maintenance;
 
+import java.util.HashMap;
+import org.apache.iceberg.util.SnapshotUtil;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -69,7 +71,7 @@ class MaintenanceTest {
   private final ExpectedTable expected = new ExpectedTable();
   private final KeyedWorkload workload = new KeyedWorkload(7, 400);
 
-  private final Map<String, String> env = new java.util.HashMap<>();
+  private final Map<String, String> env = new HashMap<>();
   private EmbeddedS3Server server;
 
   @BeforeEach
@@ -259,7 +261,7 @@ class MaintenanceTest {
     List<Long> kept = new ArrayList<>();
     t.snapshots().forEach(s -> kept.add(s.snapshotId()));
     List<Long> expectedKept = new ArrayList<>();
-    for (Snapshot s : org.apache.iceberg.util.SnapshotUtil.ancestorsOf(t.currentSnapshot().snapshotId(), t::snapshot)) {
+    for (Snapshot s : SnapshotUtil.ancestorsOf(t.currentSnapshot().snapshotId(), t::snapshot)) {
       expectedKept.add(0, s.snapshotId());
       if (s.snapshotId() == lastMerge.snapshotId()) {
         break;

@@ -1,5 +1,10 @@
 package dev.ddb2iceberg.merge;
 
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import org.apache.iceberg.util.ContentFileUtil;
+import software.amazon.awssdk.core.sync.RequestBody;
 import java.util.function.Consumer;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -180,9 +185,9 @@ class MergerTest {
 
   /** Live delete files, each named with the data file it references (when it references one). */
   private List<String> deleteFiles() {
-    java.util.Set<String> files = new java.util.LinkedHashSet<>();
+    Set<String> files = new LinkedHashSet<>();
     table().newScan().planFiles().forEach(t -> t.deletes().forEach(d -> files.add(d.location() + " -> "
-        + org.apache.iceberg.util.ContentFileUtil.referencedDataFileLocation(d))));
+        + ContentFileUtil.referencedDataFileLocation(d))));
     return new ArrayList<>(files);
   }
 
@@ -486,7 +491,7 @@ class MergerTest {
     KeyedWorkload w = new KeyedWorkload(13, 10);
     stage(List.of(w.upsert(1, Operation.INSERT)));
     merger().run();
-    Map<String, DdbValue> image = new java.util.LinkedHashMap<>(w.key(2));
+    Map<String, DdbValue> image = new LinkedHashMap<>(w.key(2));
     image.put("brand_new", new DdbValue.S("hello"));
     image.put("count", new DdbValue.S("not a number")); // conflicts with the long column
     image.put("price", new DdbValue.N("12345678901234567890.123456789012345678"));
@@ -505,7 +510,7 @@ class MergerTest {
     stage(List.of(w.upsert(1, Operation.INSERT)));
     merger().run();
     Map<String, DdbValue> key = Map.of("pk", new DdbValue.S("x"), "sk", new DdbValue.N("1.5"));
-    Map<String, DdbValue> image = new java.util.LinkedHashMap<>(key);
+    Map<String, DdbValue> image = new LinkedHashMap<>(key);
     Change bad = new Change(key, Operation.INSERT, image, "900000000000000000000000", 0L, false);
     List<Change> batch = List.of(bad, w.upsert(2, Operation.INSERT));
     stager.stage(StreamEvents.batch(batch).getRecords());
@@ -525,7 +530,7 @@ class MergerTest {
     stage(w.next(30));
     String bucket = settings.staging().bucket();
     String bad = "staging/" + "0".repeat(39) + "1-" + "0".repeat(39) + "2.ddbstage";
-    s3.putObject(b -> b.bucket(bucket).key(bad), software.amazon.awssdk.core.sync.RequestBody.fromString("garbage"));
+    s3.putObject(b -> b.bucket(bucket).key(bad), RequestBody.fromString("garbage"));
     MergeResult r = merger().run();
     assertEquals(1, r.quarantined());
     assertEquals(1, r.objectsApplied());

@@ -57,7 +57,7 @@ class PipelineLoggerTest {
   @Test
   void aLineCarriesTheInvocationTheKeyValuesAndTheErrorWithItsCause() {
     Logger log = LoggerFactory.getLogger("dev.ddb2iceberg.merge.Merger");
-    IllegalStateException error = new IllegalStateException("commit refused", new java.io.IOException("HTTP 503"));
+    IllegalStateException error = new IllegalStateException("commit refused", new IOException("HTTP 503"));
     try (Invocation invocation = Invocation.of("ddb2iceberg-merger", "req-1")) {
       log.atError().setCause(error).addKeyValue("snapshotId", 42L).addKeyValue("objects", 3)
           .addKeyValue("stagedObject", "staging/a.gz").addKeyValue("dryRun", false)

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.removals;
 
+import java.util.Set;
+import org.apache.iceberg.Snapshot;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -106,8 +108,8 @@ class RemovalsFilesTest {
     table[0].expireSnapshots().retainLast(10).expireOlderThan(System.currentTimeMillis()).cleanExpiredFiles(false)
         .commit();
     table[0].refresh();
-    java.util.Set<String> kept = RemovalsFile.namedByAnySnapshot(table[0]);
-    for (org.apache.iceberg.Snapshot s : table[0].snapshots()) {
+    Set<String> kept = RemovalsFile.namedByAnySnapshot(table[0]);
+    for (Snapshot s : table[0].snapshots()) {
       for (String f : RemovalsFile.files(table[0].io(), s.summary().get(PipelineProperties.REMOVALS))) {
         assertTrue(kept.contains(f), "snapshot " + s.snapshotId() + " names " + f + ", which orphan cleanup would"
             + " not keep");

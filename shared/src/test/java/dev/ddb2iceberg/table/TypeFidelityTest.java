@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.table;
 
+import java.math.BigDecimal;
+import org.junit.jupiter.api.Assertions;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -172,7 +174,7 @@ class TypeFidelityTest {
       Variant variant = (Variant) rows.iterator().next().getField(TableLayout.VARIANT);
       VariantObject item = variant.value().asObject();
       assertEquals("v-1", item.get("id").asPrimitive().get());
-      assertEquals(new java.math.BigDecimal("12.50"), item.get("price").asPrimitive().get());
+      assertEquals(new BigDecimal("12.50"), item.get("price").asPrimitive().get());
       VariantObject a = item.get("address").asObject();
       assertEquals("Lyon", a.get("city").asPrimitive().get());
       assertEquals(2, a.get("floors").asArray().numElements());
@@ -195,7 +197,7 @@ class TypeFidelityTest {
   @Test
   void aVariantColumnOnFormatV2IsRefusedWithTheReason() {
     env.put("ITEM_VARIANT_COLUMN", "true");
-    var e = org.junit.jupiter.api.Assertions.assertThrows(dev.ddb2iceberg.config.ConfigurationException.class, this::settings);
+    var e = Assertions.assertThrows(dev.ddb2iceberg.config.ConfigurationException.class, this::settings);
     assertTrue(e.getMessage().contains("TABLE_FORMAT_VERSION=3"), e.getMessage());
   }
 }

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.table;
 
+import java.util.Set;
+import org.apache.iceberg.catalog.Namespace;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -46,7 +48,7 @@ class TypeMappingTest {
   void setUp() {
     catalog = new InMemoryCatalog();
     catalog.initialize("test", Map.of());
-    catalog.createNamespace(org.apache.iceberg.catalog.Namespace.of("db"));
+    catalog.createNamespace(Namespace.of("db"));
     newTable("t");
   }
 
@@ -57,7 +59,7 @@ class TypeMappingTest {
         Types.NestedField.required(2, TableLayout.SEQ, Types.StringType.get()),
         Types.NestedField.optional(3, TableLayout.TIME, Types.TimestampType.withZone()),
         Types.NestedField.optional(4, TableLayout.OVERFLOW,
-            Types.MapType.ofRequired(5, 6, Types.StringType.get(), Types.StringType.get()))), java.util.Set.of(1));
+            Types.MapType.ofRequired(5, 6, Types.StringType.get(), Types.StringType.get()))), Set.of(1));
     table = catalog.buildTable(id, base)
         .withProperty(PipelineProperties.KEYS, "pk:S").create();
   }

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.testkit;
 
+import java.util.function.LongFunction;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.model.Change;
@@ -55,7 +56,7 @@ public final class DynamoDbExportFiles {
    * goes to file i % files, and one more file stays empty.
    */
   public String writeFull(String exportId, Instant time, long count, int files,
-      java.util.function.LongFunction<Map<String, DdbValue>> item) {
+      LongFunction<Map<String, DdbValue>> item) {
     return write(exportId, summary(exportId, "FULL_EXPORT").put("exportTime", time.toString()), count, files,
         i -> "{\"Item\":" + DdbJson.writeItem(item.apply(i)) + "}");
   }
@@ -106,7 +107,7 @@ public final class DynamoDbExportFiles {
    * comes) and the manifests; returns the export's s3:// folder.
    */
   private String write(String exportId, ObjectNode summary, long count, int files,
-      java.util.function.LongFunction<String> line) {
+      LongFunction<String> line) {
     String folder = prefix + "AWSDynamoDB/" + exportId + "/";
     StringBuilder manifest = new StringBuilder();
     for (int f = 0; f <= files; f++) { // the last file stays empty, like an empty partition

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.testkit;
 
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
@@ -132,7 +134,7 @@ public final class LocalStack {
    */
   public RestCatalogServer startS3TablesStandIn() {
     return new RestCatalogServer(jdbcCatalog(), "/iceberg", TABLE_BUCKET_ARN,
-        java.net.URLEncoder.encode(TABLE_BUCKET_ARN, java.nio.charset.StandardCharsets.UTF_8));
+        URLEncoder.encode(TABLE_BUCKET_ARN, StandardCharsets.UTF_8));
   }
 
   /** Environment variables for the functions with {@code CATALOG_TYPE=s3tables}, pointed at the stand-in. */

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.testkit;
 
+import java.time.Instant;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -76,7 +77,7 @@ public final class OrderWorkload {
     }
     Map<String, DdbValue> updated = new LinkedHashMap<>(current);
     updated.put("status", new DdbValue.S(STATUSES[random.nextInt(STATUSES.length)]));
-    updated.put("updated_at", new DdbValue.S(java.time.Instant.ofEpochMilli(clock).toString()));
+    updated.put("updated_at", new DdbValue.S(Instant.ofEpochMilli(clock).toString()));
     updated.put("version", new DdbValue.N(Long.toString(Long.parseLong(((DdbValue.N) current.get("version")).text()) + 1)));
     if (random.nextInt(4) == 0) {
       updated.put("note", new DdbValue.S("call before delivery; gate code " + random.nextInt(10000)));
@@ -99,7 +100,7 @@ public final class OrderWorkload {
   private Map<String, DdbValue> newOrder(int item) {
     Map<String, DdbValue> o = new LinkedHashMap<>(keys(item));
     o.put("status", new DdbValue.S("PLACED"));
-    o.put("created_at", new DdbValue.S(java.time.Instant.ofEpochMilli(clock).toString()));
+    o.put("created_at", new DdbValue.S(Instant.ofEpochMilli(clock).toString()));
     o.put("version", new DdbValue.N("1"));
     o.put("total", new DdbValue.N(BigDecimal.valueOf(100 + random.nextInt(100_000), 2).toPlainString()));
     o.put("gift", new DdbValue.Bool(random.nextInt(10) == 0));

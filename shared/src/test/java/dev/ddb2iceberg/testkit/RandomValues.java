@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.testkit;
 
+import java.util.Arrays;
 import dev.ddb2iceberg.model.DdbValue;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -59,7 +60,7 @@ public final class RandomValues {
         List<byte[]> s = new ArrayList<>();
         for (int i = 1 + random.nextInt(3); i > 0; i--) {
           byte[] b = bytes();
-          b = java.util.Arrays.copyOf(b, b.length + 1);
+          b = Arrays.copyOf(b, b.length + 1);
           b[b.length - 1] = (byte) i; // distinct elements, as in a DynamoDB set
           s.add(b);
         }

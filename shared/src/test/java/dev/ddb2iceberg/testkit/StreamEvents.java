@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.testkit;
 
+import com.amazonaws.services.lambda.runtime.events.models.dynamodb.StreamViewType;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.models.dynamodb.AttributeValue;
 import com.amazonaws.services.lambda.runtime.events.models.dynamodb.Identity;
@@ -40,7 +41,7 @@ public final class StreamEvents {
     }
     ddb.setSequenceNumber(c.sequenceNumber());
     ddb.setApproximateCreationDateTime(new Date(c.approximateCreationMillis()));
-    ddb.setStreamViewType(com.amazonaws.services.lambda.runtime.events.models.dynamodb.StreamViewType.NEW_AND_OLD_IMAGES);
+    ddb.setStreamViewType(StreamViewType.NEW_AND_OLD_IMAGES);
     DynamodbEvent.DynamodbStreamRecord r = new DynamodbEvent.DynamodbStreamRecord();
     r.setEventID(Integer.toHexString(c.sequenceNumber().hashCode()));
     r.setEventName(c.operation().name());

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.maintainer;
 
+import java.util.HashSet;
+import java.util.Set;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -143,7 +145,7 @@ class MaintenanceHandlerTest {
         .stage(StreamEvents.batch(new KeyedWorkload(9, 100).next(10)).getRecords()); // waits for the next merge
     Table table = settings.catalog().load().loadTable(TableIdentifier.of("ddb2iceberg", "orders"));
     int dataFiles = 0;
-    java.util.Set<String> deleteFiles = new java.util.HashSet<>();
+    Set<String> deleteFiles = new HashSet<>();
     try (var tasks = table.newScan().planFiles()) {
       for (var t : tasks) {
         dataFiles++;

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import org.junit.jupiter.api.Assertions;
 import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -202,16 +203,16 @@ class ContinuousMergeHandlerTest {
 
   @Test
   void aBadScheduledTimeOrModeIsRefusedNamingIt() {
-    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+    IllegalArgumentException e = Assertions.assertThrows(IllegalArgumentException.class,
         () -> invoke("{\"scheduledTime\": \"yesterday\"}", null));
     assertTrue(e.getMessage().contains("scheduledTime=\"yesterday\""), e.getMessage());
     env.put("MERGE_MODE", "streaming");
-    ConfigurationException c = org.junit.jupiter.api.Assertions.assertThrows(ConfigurationException.class,
+    ConfigurationException c = Assertions.assertThrows(ConfigurationException.class,
         () -> MergerSettings.from(new Environment(env)));
     assertTrue(c.getMessage().contains("MERGE_MODE='streaming'"), c.getMessage());
     env.put("MERGE_MODE", "continuous");
     env.put("MERGE_INTERVAL_SECONDS", "60");
-    c = org.junit.jupiter.api.Assertions.assertThrows(ConfigurationException.class,
+    c = Assertions.assertThrows(ConfigurationException.class,
         () -> MergerSettings.from(new Environment(env)));
     assertTrue(c.getMessage().contains("MERGE_INTERVAL_SECONDS=60"), c.getMessage());
   }

@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.merger;
 
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import org.apache.iceberg.FileScanTask;
 import dev.ddb2iceberg.config.Settings;
 import java.util.function.Consumer;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
@@ -214,7 +218,7 @@ class ParallelExportLoadTest {
   private Set<String> loadFilesNotInTheTable() {
     Table t = table();
     Set<String> referenced = new HashSet<>();
-    try (CloseableIterable<org.apache.iceberg.FileScanTask> tasks = t.newScan().planFiles()) {
+    try (CloseableIterable<FileScanTask> tasks = t.newScan().planFiles()) {
       tasks.forEach(task -> referenced.add(task.file().location()));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -363,7 +367,7 @@ class ParallelExportLoadTest {
   void attributesFirstSeenByAWorkerAfterTheSampleBecomeColumnsAndEarlierRowsKeepTheirValues() {
     List<Map<String, DdbValue>> items = new ArrayList<>();
     for (int i = 0; i < 12_000; i++) {
-      Map<String, DdbValue> item = new java.util.LinkedHashMap<>();
+      Map<String, DdbValue> item = new LinkedHashMap<>();
       item.put("pk", new DdbValue.S("c" + (i / 4)));
       item.put("sk", new DdbValue.N(Integer.toString(i % 4)));
       item.put("amount", new DdbValue.N(Integer.toString(i)));
@@ -519,7 +523,7 @@ class ParallelExportLoadTest {
     var chunked = new dev.ddb2iceberg.load.ExportLoader(catalog, settings.table(), store, settings.options(), s3);
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> chunked.run(
         new dev.ddb2iceberg.load.ExportLoader.Request(ExportLocation.parse(location), KEYS,
-            java.time.Duration.ofMinutes(5), false), Instant.now().plusSeconds(600)));
+            Duration.ofMinutes(5), false), Instant.now().plusSeconds(600)));
     assertTrue(e.getMessage().contains(loadId), e.getMessage());
     IllegalStateException second = assertThrows(IllegalStateException.class,
         () -> invoke.apply(input(location).put("step", "plan")));
@@ -530,7 +534,7 @@ class ParallelExportLoadTest {
 
   @Test
   void theSampleExecutionInputIsWhatThePlanStepTakes() throws Exception {
-    JsonNode sample = JSON.readTree(java.nio.file.Files.readAllBytes(
+    JsonNode sample = JSON.readTree(Files.readAllBytes(
         dev.ddb2iceberg.embedded.ProjectFiles.event("export-load-execution.json")));
     ObjectNode step = JSON.createObjectNode().put("step", "plan").put("execution", "arn:x");
     step.set("input", sample);

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.merger;
 
+import java.util.HashMap;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,7 +94,7 @@ class S3TablesCatalogIT {
 
   @Test
   void theS3TablesSettingsFollowTheTableBucketArn() {
-    Map<String, String> env = new java.util.HashMap<>(Map.of("STAGING_BUCKET", "staging-bucket", "TABLE_NAME", "orders",
+    Map<String, String> env = new HashMap<>(Map.of("STAGING_BUCKET", "staging-bucket", "TABLE_NAME", "orders",
         "CATALOG_TYPE", "s3tables", "TABLE_BUCKET_ARN", "arn:aws:s3tables:eu-west-1:111122223333:bucket/orders-lake",
         "AWS_REGION", "eu-west-1"));
     MergerSettings settings = MergerSettings.from(new Environment(env));

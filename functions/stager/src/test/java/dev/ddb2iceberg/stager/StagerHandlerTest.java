@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.stager;
 
+import com.amazonaws.services.lambda.runtime.events.models.dynamodb.StreamViewType;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -238,7 +239,7 @@ class StagerHandlerTest {
   @Test
   void keysOnlyStreamFailsTheInvocationNamingTheNeededViewType() {
     DynamodbEvent event = event("stager-batch.json");
-    event.getRecords().forEach(r -> r.getDynamodb().setStreamViewType(com.amazonaws.services.lambda.runtime.events.models.dynamodb.StreamViewType.KEYS_ONLY));
+    event.getRecords().forEach(r -> r.getDynamodb().setStreamViewType(StreamViewType.KEYS_ONLY));
     UnsupportedStreamViewTypeException e = assertThrows(UnsupportedStreamViewTypeException.class,
         () -> handler.handleRequest(event, null));
     assertTrue(e.getMessage().contains("NEW_IMAGE or NEW_AND_OLD_IMAGES"), e.getMessage());

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.load.parallel;
 
+import java.util.Collections;
+import java.util.concurrent.atomic.AtomicInteger;
 import dev.ddb2iceberg.table.SchemaEvolution;
 import dev.ddb2iceberg.commit.CommitProtocol;
 import dev.ddb2iceberg.commit.LoadMark;
@@ -120,8 +122,8 @@ public final class ParallelExportLoad {
   /** ... or more, so that a group holds at most this many entries (about 60 bytes each, packed, in memory). */
   static final long ENTRIES_PER_INDEX_GROUP = 10_000_000;
   /** Workers running in this JVM now (one in Lambda; several under the local runner). */
-  private static final java.util.concurrent.atomic.AtomicInteger ACTIVE_WORKERS =
-      new java.util.concurrent.atomic.AtomicInteger();
+  private static final AtomicInteger ACTIVE_WORKERS =
+      new AtomicInteger();
 
   /**
    * One work item: the export's data files {@code from} (inclusive) to {@code to} (exclusive), in
@@ -487,7 +489,7 @@ public final class ParallelExportLoad {
     if (plan.indexGroups() > 0) {
       Snapshot now = table.currentSnapshot();
       if (now == null || totalRecords(now) == 0) {
-        List<String> base = new ArrayList<>(java.util.Collections.nCopies(plan.indexParts(), (String) null));
+        List<String> base = new ArrayList<>(Collections.nCopies(plan.indexParts(), (String) null));
         long bytes = 0;
         for (int g = 0; g < plan.indexGroups(); g++) {
           GroupDone group = LoadFiles.readJson(table, LoadFiles.folder(table, loadId) + "index/g" + g + ".json", GroupDone.class,

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.interop.spark;
 
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,8 +59,8 @@ public final class SparkQueries {
           Files.write(out.resolve(q.getKey() + ".jsonl"), rows, StandardCharsets.UTF_8);
           System.out.printf("query %s: %d rows in %d ms%n", q.getKey(), rows.size(), (System.nanoTime() - start) / 1_000_000);
         } catch (Exception e) {
-          java.io.StringWriter trace = new java.io.StringWriter();
-          e.printStackTrace(new java.io.PrintWriter(trace));
+          StringWriter trace = new StringWriter();
+          e.printStackTrace(new PrintWriter(trace));
           Files.writeString(out.resolve(q.getKey() + ".error"), q.getValue() + "\n" + trace, StandardCharsets.UTF_8);
         }
       }
