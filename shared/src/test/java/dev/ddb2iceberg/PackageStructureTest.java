@@ -9,12 +9,12 @@ import org.junit.jupiter.api.Test;
 
 /** The library's packages are its architecture: each may use those below it, never one that uses it. */
 class PackageStructureTest {
-  private static final JavaClasses LIBRARY = new ClassFileImporter()
-      .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-      .importPackages("dev.ddb2iceberg");
+    private static final JavaClasses LIBRARY = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.ddb2iceberg");
 
-  @Test
-  void noTwoPackagesUseEachOther() {
-    slices().matching("dev.ddb2iceberg.(**)").should().beFreeOfCycles().check(LIBRARY);
-  }
+    @Test
+    void noTwoPackagesUseEachOther() {
+        slices().matching("dev.ddb2iceberg.(**)").should().beFreeOfCycles().check(LIBRARY);
+    }
 }

@@ -1,7 +1,5 @@
 package dev.ddb2iceberg.benchmarks;
 
-import org.apache.iceberg.catalog.Namespace;
-import dev.ddb2iceberg.table.TableSettings;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.model.Change;
@@ -9,12 +7,14 @@ import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.stream.StreamRecordDecoder;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.inmemory.InMemoryCatalog;
@@ -43,68 +43,69 @@ import org.openjdk.jmh.infra.Blackhole;
 @Measurement(iterations = 5, time = 2)
 @Fork(1)
 public class HotLoops {
-  private static final int RECORDS = 10_000;
+    private static final int RECORDS = 10_000;
 
-  private List<DynamodbEvent.DynamodbStreamRecord> records;
-  private List<Change> changes;
-  private byte[] staged;
-  private TableLayout layout;
-  private Map<List<Object>, Integer> liveKeys;
-  private int next;
+    private List<DynamodbEvent.DynamodbStreamRecord> records;
+    private List<Change> changes;
+    private byte[] staged;
+    private TableLayout layout;
+    private Map<List<Object>, Integer> liveKeys;
+    private int next;
 
-  @Setup
-  public void setUp() {
-    changes = StagerThroughput.realisticBatch(new Random(1));
-    records = StreamEvents.batch(changes).getRecords();
-    staged = StagedFormat.write(changes);
-    InMemoryCatalog catalog = new InMemoryCatalog();
-    catalog.initialize("bench", Map.of());
-    TableSettings settings = TableSettings.from(new Environment(Map.of("TABLE_NAMESPACE", "bench",
-        "TABLE_NAME", "orders")));
-    catalog.createNamespace(Namespace.of("bench"));
-    layout = TableLayout.of(TableCreator.loadOrCreate(catalog, TableIdentifier.of("bench", "orders"), settings, changes));
-    liveKeys = new HashMap<>();
-    for (int i = 0; i < changes.size(); i++) {
-      liveKeys.put(layout.keyOf(changes.get(i)), i);
+    @Setup
+    public void setUp() {
+        changes = StagerThroughput.realisticBatch(new Random(1));
+        records = StreamEvents.batch(changes).getRecords();
+        staged = StagedFormat.write(changes);
+        InMemoryCatalog catalog = new InMemoryCatalog();
+        catalog.initialize("bench", Map.of());
+        TableSettings settings =
+                TableSettings.from(new Environment(Map.of("TABLE_NAMESPACE", "bench", "TABLE_NAME", "orders")));
+        catalog.createNamespace(Namespace.of("bench"));
+        layout = TableLayout.of(
+                TableCreator.loadOrCreate(catalog, TableIdentifier.of("bench", "orders"), settings, changes));
+        liveKeys = new HashMap<>();
+        for (int i = 0; i < changes.size(); i++) {
+            liveKeys.put(layout.keyOf(changes.get(i)), i);
+        }
     }
-  }
 
-  private int nextIndex() {
-    next = next + 1 == RECORDS ? 0 : next + 1;
-    return next;
-  }
-
-  /** The stager, per record: Lambda's event object to our change model (records/s). */
-  @Benchmark
-  public Change decodeStreamRecord() throws Exception {
-    return StreamRecordDecoder.decode(records.get(nextIndex()));
-  }
-
-  /** The stager, per batch of 10,000: encode and compress into one staged object (batches/s). */
-  @Benchmark
-  public byte[] encodeStagedBatch() {
-    return StagedFormat.write(changes);
-  }
-
-  /** The merger, per batch of 10,000: decompress and decode a staged object (batches/s). */
-  @Benchmark
-  public int readStagedBatch() {
-    return StagedFormat.read(staged, "bench").size();
-  }
-
-  /** The merger, per change: its key as the table's key columns, looked up among live rows (changes/s). */
-  @Benchmark
-  public Integer keyLookup() {
-    return liveKeys.get(layout.keyOf(changes.get(nextIndex())));
-  }
-
-  /** The merger, per upsert: a change to an Iceberg row of the table's schema (rows/s). */
-  @Benchmark
-  public void changeToRow(Blackhole sink) {
-    Change c = changes.get(nextIndex());
-    if (c.newImage() != null) {
-      Record row = layout.toRow(c);
-      sink.consume(row);
+    private int nextIndex() {
+        next = next + 1 == RECORDS ? 0 : next + 1;
+        return next;
     }
-  }
+
+    /** The stager, per record: Lambda's event object to our change model (records/s). */
+    @Benchmark
+    public Change decodeStreamRecord() throws Exception {
+        return StreamRecordDecoder.decode(records.get(nextIndex()));
+    }
+
+    /** The stager, per batch of 10,000: encode and compress into one staged object (batches/s). */
+    @Benchmark
+    public byte[] encodeStagedBatch() {
+        return StagedFormat.write(changes);
+    }
+
+    /** The merger, per batch of 10,000: decompress and decode a staged object (batches/s). */
+    @Benchmark
+    public int readStagedBatch() {
+        return StagedFormat.read(staged, "bench").size();
+    }
+
+    /** The merger, per change: its key as the table's key columns, looked up among live rows (changes/s). */
+    @Benchmark
+    public Integer keyLookup() {
+        return liveKeys.get(layout.keyOf(changes.get(nextIndex())));
+    }
+
+    /** The merger, per upsert: a change to an Iceberg row of the table's schema (rows/s). */
+    @Benchmark
+    public void changeToRow(Blackhole sink) {
+        Change c = changes.get(nextIndex());
+        if (c.newImage() != null) {
+            Record row = layout.toRow(c);
+            sink.consume(row);
+        }
+    }
 }

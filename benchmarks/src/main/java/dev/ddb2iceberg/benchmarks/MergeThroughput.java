@@ -1,22 +1,10 @@
 package dev.ddb2iceberg.benchmarks;
 
-import java.io.Closeable;
-import java.io.UncheckedIOException;
-import java.text.ParseException;
-import java.time.Clock;
-import java.time.Duration;
-import java.util.Arrays;
-import java.util.Comparator;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import org.apache.iceberg.catalog.TableIdentifier;
-import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.config.CatalogSettings;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -27,21 +15,33 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TableSettings;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import java.io.Closeable;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.text.ParseException;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
@@ -58,299 +58,365 @@ import software.amazon.awssdk.services.s3.S3Client;
  * <p>Run: {@code java -Xmx8g -cp ... dev.ddb2iceberg.benchmarks.MergeThroughput 1000000 10000000}
  */
 public final class MergeThroughput {
-  /** Changes staged per table size ({@code -Dbench.changes}, default 100,000). */
-  private static final int CHANGES = Integer.getInteger("bench.changes", 100_000);
-  /** A run's bound ({@code -Dbench.maxPerRun}; default: all changes in one run). */
-  private static final int MAX_PER_RUN = Integer.getInteger("bench.maxPerRun", CHANGES);
-  /**
-   * Changes merged (untimed) before the measured merge ({@code -Dbench.primeChanges}, default 0):
-   * the steady state of a warm merger, and with the key index on, the index's first build.
-   */
-  private static final int PRIME = Integer.getInteger("bench.primeChanges", 0);
-  /** {@code -Dbench.keyIndex=on|off}: find live rows through the key index or the key columns (default: the merger's). */
-  private static final boolean KEY_INDEX = "on".equals(System.getProperty("bench.keyIndex",
-      MergeOptions.DEFAULTS.keyIndex() ? "on" : "off"));
-  /**
-   * {@code -Dbench.narrow=true}: items of keys and three short attributes (no 500-byte note), for
-   * tables of 100M rows on one disk; the lookup's cost depends on the keys, not the payload.
-   */
-  private static final boolean NARROW = Boolean.getBoolean("bench.narrow");
-  /** {@code -Dbench.steadyMerges=N}: N more timed merges after the measured one (mean, p95, max). */
-  private static final int STEADY_MERGES = Integer.getInteger("bench.steadyMerges", 0);
-  /** {@code -Dbench.history=on}: the merger also keeps a change history (HISTORY_TABLE). */
-  private static final boolean HISTORY = "on".equals(System.getProperty("bench.history", "off"));
-  /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
-  private static final String[] REMOVALS = System.getProperty("bench.removals", "delete,hard").split(",");
-  private static final String MODE = (KEY_INDEX ? ", key index" : ", key columns scanned") + (PRIME > 0 ? ", warm" : "")
-      + (NARROW ? ", narrow items" : "") + (HISTORY ? ", change history" : "")
-      + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard") ? ""
-          : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
-  private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
+    /** Changes staged per table size ({@code -Dbench.changes}, default 100,000). */
+    private static final int CHANGES = Integer.getInteger("bench.changes", 100_000);
+    /** A run's bound ({@code -Dbench.maxPerRun}; default: all changes in one run). */
+    private static final int MAX_PER_RUN = Integer.getInteger("bench.maxPerRun", CHANGES);
+    /**
+     * Changes merged (untimed) before the measured merge ({@code -Dbench.primeChanges}, default 0):
+     * the steady state of a warm merger, and with the key index on, the index's first build.
+     */
+    private static final int PRIME = Integer.getInteger("bench.primeChanges", 0);
+    /** {@code -Dbench.keyIndex=on|off}: find live rows through the key index or the key columns (default: the merger's). */
+    private static final boolean KEY_INDEX =
+            "on".equals(System.getProperty("bench.keyIndex", MergeOptions.DEFAULTS.keyIndex() ? "on" : "off"));
+    /**
+     * {@code -Dbench.narrow=true}: items of keys and three short attributes (no 500-byte note), for
+     * tables of 100M rows on one disk; the lookup's cost depends on the keys, not the payload.
+     */
+    private static final boolean NARROW = Boolean.getBoolean("bench.narrow");
+    /** {@code -Dbench.steadyMerges=N}: N more timed merges after the measured one (mean, p95, max). */
+    private static final int STEADY_MERGES = Integer.getInteger("bench.steadyMerges", 0);
+    /** {@code -Dbench.history=on}: the merger also keeps a change history (HISTORY_TABLE). */
+    private static final boolean HISTORY = "on".equals(System.getProperty("bench.history", "off"));
+    /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
+    private static final String[] REMOVALS =
+            System.getProperty("bench.removals", "delete,hard").split(",");
 
-  public static void main(String[] args) throws Exception {
-    long[] sizes = args.length == 0 ? new long[] {1_000_000L} : Arrays.stream(args).mapToLong(Long::parseLong).toArray();
-    Path dir = Files.createTempDirectory("merge-bench");
-    try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
-      server.createBucket("bench");
-      LocalStack stack = new LocalStack(server, "bench", dir);
-      List<double[]> results = new ArrayList<>();
-      // A scheduled merger runs in a warm container: measure after the JIT has seen a merge (untimed,
-      // small table). -Dbench.cold=true measures the first merge of a fresh JVM instead.
-      if (!Boolean.getBoolean("bench.cold")) {
-        System.out.println("warm-up merge (not measured)");
-        run(stack, server, 50_000, 20_000);
-      }
-      for (long rows : sizes) {
-        results.add(new double[] {rows, run(stack, server, rows, CHANGES)});
-      }
-      int cores = Runtime.getRuntime().availableProcessors();
-      String runs = MAX_PER_RUN >= CHANGES ? "one run" : "runs of at most " + String.format("%,d", MAX_PER_RUN);
-      System.out.println();
-      System.out.printf("%-12s %-14s %-14s%n", "table rows", "merge seconds", "changes/s");
-      for (double[] r : results) {
-        System.out.printf("%-12s %-14.2f %-14s%n", String.format("%,d", (long) r[0]), r[1],
-            String.format("%,.0f", CHANGES / r[1]));
-        Results.report(String.format("merger: %,d mixed changes into a %,d-row table, %s, %d cores%s", CHANGES,
-            (long) r[0], runs, cores, MODE), ">= 100,000 changes/s per core", String.format("%,.0f changes/s (%,.0f per core,"
-            + " %.2f s)", CHANGES / r[1], CHANGES / r[1] / cores, r[1]));
-        // The merger's memory bound: the run completing in a heap this size shows it needs no more.
-        // (Heap "in use" is no measure: a JVM lets garbage pile up to whatever maximum it is given.)
-        if (Boolean.getBoolean("bench.reportHeap")) {
-          Results.report(String.format("merger heap: %,d changes, %s, into %,d rows", CHANGES, runs, (long) r[0]),
-              "<= 1 GB", String.format("completes in -Xmx%d MB", Runtime.getRuntime().maxMemory() >> 20));
+    private static final String MODE = (KEY_INDEX ? ", key index" : ", key columns scanned")
+            + (PRIME > 0 ? ", warm" : "")
+            + (NARROW ? ", narrow items" : "")
+            + (HISTORY ? ", change history" : "")
+            + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard")
+                    ? ""
+                    : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
+    private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
+
+    public static void main(String[] args) throws Exception {
+        long[] sizes = args.length == 0
+                ? new long[] {1_000_000L}
+                : Arrays.stream(args).mapToLong(Long::parseLong).toArray();
+        Path dir = Files.createTempDirectory("merge-bench");
+        try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
+            server.createBucket("bench");
+            LocalStack stack = new LocalStack(server, "bench", dir);
+            List<double[]> results = new ArrayList<>();
+            // A scheduled merger runs in a warm container: measure after the JIT has seen a merge (untimed,
+            // small table). -Dbench.cold=true measures the first merge of a fresh JVM instead.
+            if (!Boolean.getBoolean("bench.cold")) {
+                System.out.println("warm-up merge (not measured)");
+                run(stack, server, 50_000, 20_000);
+            }
+            for (long rows : sizes) {
+                results.add(new double[] {rows, run(stack, server, rows, CHANGES)});
+            }
+            int cores = Runtime.getRuntime().availableProcessors();
+            String runs = MAX_PER_RUN >= CHANGES ? "one run" : "runs of at most " + String.format("%,d", MAX_PER_RUN);
+            System.out.println();
+            System.out.printf("%-12s %-14s %-14s%n", "table rows", "merge seconds", "changes/s");
+            for (double[] r : results) {
+                System.out.printf(
+                        "%-12s %-14.2f %-14s%n",
+                        String.format("%,d", (long) r[0]), r[1], String.format("%,.0f", CHANGES / r[1]));
+                Results.report(
+                        String.format(
+                                "merger: %,d mixed changes into a %,d-row table, %s, %d cores%s",
+                                CHANGES, (long) r[0], runs, cores, MODE),
+                        ">= 100,000 changes/s per core",
+                        String.format(
+                                "%,.0f changes/s (%,.0f per core," + " %.2f s)",
+                                CHANGES / r[1], CHANGES / r[1] / cores, r[1]));
+                // The merger's memory bound: the run completing in a heap this size shows it needs no more.
+                // (Heap "in use" is no measure: a JVM lets garbage pile up to whatever maximum it is given.)
+                if (Boolean.getBoolean("bench.reportHeap")) {
+                    Results.report(
+                            String.format("merger heap: %,d changes, %s, into %,d rows", CHANGES, runs, (long) r[0]),
+                            "<= 1 GB",
+                            String.format(
+                                    "completes in -Xmx%d MB",
+                                    Runtime.getRuntime().maxMemory() >> 20));
+                }
+            }
+            if (results.size() > 1) {
+                double ratio = results.get(results.size() - 1)[1] / results.get(0)[1];
+                System.out.printf("time ratio largest/smallest: %.2f%n", ratio);
+                Results.report(
+                        String.format(
+                                "merge time ratio, %,d / %,d rows%s",
+                                (long) results.get(results.size() - 1)[0], (long) results.get(0)[0], MODE),
+                        "<= 1.5",
+                        String.format("%.2f", ratio));
+            }
+        } finally {
+            deleteRecursively(dir);
         }
-      }
-      if (results.size() > 1) {
-        double ratio = results.get(results.size() - 1)[1] / results.get(0)[1];
-        System.out.printf("time ratio largest/smallest: %.2f%n", ratio);
-        Results.report(String.format("merge time ratio, %,d / %,d rows%s", (long) results.get(results.size() - 1)[0],
-            (long) results.get(0)[0], MODE), "<= 1.5", String.format("%.2f", ratio));
-      }
-    } finally {
-      deleteRecursively(dir);
     }
-  }
 
-  private static double run(LocalStack stack, EmbeddedS3Server server, long rows, int changes) {
-    String name = "bench_" + rows;
-    Map<String, String> variables = stack.environment(name);
-    if (HISTORY) {
-      variables.put("HISTORY_TABLE", name + "_history");
+    private static double run(LocalStack stack, EmbeddedS3Server server, long rows, int changes) {
+        String name = "bench_" + rows;
+        Map<String, String> variables = stack.environment(name);
+        if (HISTORY) {
+            variables.put("HISTORY_TABLE", name + "_history");
+        }
+        variables.put("TTL_EXPIRIES", REMOVALS[0]);
+        variables.put("DELETES", REMOVALS[1]);
+        Environment env = new Environment(variables);
+        StagingSettings staging = new StagingSettings("bench", "staging-" + rows + "/", "quarantine/");
+        CatalogSettings catalogSettings = CatalogSettings.from(env, staging, S3Settings.from(env));
+        TableSettings tableSettings = TableSettings.from(env);
+        Catalog catalog = catalogSettings.load();
+        try {
+            return run(catalog, server, staging, tableSettings, rows, changes);
+        } finally {
+            try {
+                ((Closeable) catalog).close();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
     }
-    variables.put("TTL_EXPIRIES", REMOVALS[0]);
-    variables.put("DELETES", REMOVALS[1]);
-    Environment env = new Environment(variables);
-    StagingSettings staging = new StagingSettings("bench", "staging-" + rows + "/", "quarantine/");
-    CatalogSettings catalogSettings = CatalogSettings.from(env, staging, S3Settings.from(env));
-    TableSettings tableSettings = TableSettings.from(env);
-    Catalog catalog = catalogSettings.load();
-    try {
-      return run(catalog, server, staging, tableSettings, rows, changes);
-    } finally {
-      try {
-        ((Closeable) catalog).close();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-  }
 
-  private static double run(Catalog catalog, EmbeddedS3Server server, StagingSettings staging,
-      TableSettings tableSettings, long rows, int changes) {
-    S3Client s3 = server.newClient();
-    StagingStore store = new StagingStore(s3, staging);
+    private static double run(
+            Catalog catalog,
+            EmbeddedS3Server server,
+            StagingSettings staging,
+            TableSettings tableSettings,
+            long rows,
+            int changes) {
+        S3Client s3 = server.newClient();
+        StagingStore store = new StagingStore(s3, staging);
 
-    long t0 = System.nanoTime();
-    Table table = TableCreator.loadOrCreate(catalog,
-        TableIdentifier.of(tableSettings.namespace(), tableSettings.name()), tableSettings,
-        List.of(change(0, Operation.INSERT, 0, new Random(0))));
-    bulkLoad(table, rows);
-    System.out.printf("loaded %,d rows in %.1f s%n", rows, (System.nanoTime() - t0) / 1e9);
+        long t0 = System.nanoTime();
+        Table table = TableCreator.loadOrCreate(
+                catalog,
+                TableIdentifier.of(tableSettings.namespace(), tableSettings.name()),
+                tableSettings,
+                List.of(change(0, Operation.INSERT, 0, new Random(0))));
+        bulkLoad(table, rows);
+        System.out.printf("loaded %,d rows in %.1f s%n", rows, (System.nanoTime() - t0) / 1e9);
 
-    Random random = new Random(rows);
-    BatchStager stager = new BatchStager(store);
-    boolean keyIndex = KEY_INDEX;
-    MergeOptions options = new MergeOptions(MAX_PER_RUN, 1L << 30, 3, 8, keyIndex, 64,
-        MergeOptions.DEFAULTS.keyIndexCacheBytes(), Long.getLong("bench.rewriteBelow",
-        MergeOptions.DEFAULTS.rewriteFilesBelowBytes()), Long.getLong("bench.rewritePerMerge",
-        MergeOptions.DEFAULTS.rewriteBytesPerMerge()), false);
-    if (PRIME > 0) {
-      // The steady state: a first merge (untimed as the steady state; with the index on, it builds
-      // the index from the bulk-loaded table, as after an upgrade) leaves a warm container.
-      stage(stager, rows, PRIME, 0, random);
-      long p0 = System.nanoTime();
-      MergeResult primed = new Merger(catalog, tableSettings, store, options).run();
-      double primeSeconds = (System.nanoTime() - p0) / 1e9;
-      System.out.printf("priming merge of %,d changes: %.2f s (%s)%n", PRIME, primeSeconds, primed);
-      table.refresh();
-      if (keyIndex) {
-        var status = dev.ddb2iceberg.status.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
-            Clock.systemUTC()).keyIndex();
-        Results.report(String.format("key index build from a %,d-row table (first merge with KEY_INDEX=on)", rows),
-            "-", String.format("%.1f s; %,d bytes in S3 (%.1f bytes per row)", primeSeconds, status.bytes(),
-                (double) status.bytes() / rows));
-        Results.report(String.format("key index in a warm merger's memory, %,d rows%s", rows, NARROW ? ", narrow items" : ""),
-            "-", String.format("%.1f bytes per row", (double) indexMemoryBytes(table, rows) / status.entries()));
-      }
+        Random random = new Random(rows);
+        BatchStager stager = new BatchStager(store);
+        boolean keyIndex = KEY_INDEX;
+        MergeOptions options = new MergeOptions(
+                MAX_PER_RUN,
+                1L << 30,
+                3,
+                8,
+                keyIndex,
+                64,
+                MergeOptions.DEFAULTS.keyIndexCacheBytes(),
+                Long.getLong("bench.rewriteBelow", MergeOptions.DEFAULTS.rewriteFilesBelowBytes()),
+                Long.getLong("bench.rewritePerMerge", MergeOptions.DEFAULTS.rewriteBytesPerMerge()),
+                false);
+        if (PRIME > 0) {
+            // The steady state: a first merge (untimed as the steady state; with the index on, it builds
+            // the index from the bulk-loaded table, as after an upgrade) leaves a warm container.
+            stage(stager, rows, PRIME, 0, random);
+            long p0 = System.nanoTime();
+            MergeResult primed = new Merger(catalog, tableSettings, store, options).run();
+            double primeSeconds = (System.nanoTime() - p0) / 1e9;
+            System.out.printf("priming merge of %,d changes: %.2f s (%s)%n", PRIME, primeSeconds, primed);
+            table.refresh();
+            if (keyIndex) {
+                var status = dev.ddb2iceberg.status.TableStatus.of(
+                                tableSettings.name(), table, store, 128L << 20, Clock.systemUTC())
+                        .keyIndex();
+                Results.report(
+                        String.format("key index build from a %,d-row table (first merge with KEY_INDEX=on)", rows),
+                        "-",
+                        String.format(
+                                "%.1f s; %,d bytes in S3 (%.1f bytes per row)",
+                                primeSeconds, status.bytes(), (double) status.bytes() / rows));
+                Results.report(
+                        String.format(
+                                "key index in a warm merger's memory, %,d rows%s",
+                                rows, NARROW ? ", narrow items" : ""),
+                        "-",
+                        String.format("%.1f bytes per row", (double) indexMemoryBytes(table, rows) / status.entries()));
+            }
+        }
+        stage(stager, rows, changes, PRIME, random);
+        // -Dbench.jfr=<file>: a JFR profile of the merge alone (not of the load), for `jfr view hot-methods`.
+        String jfr = System.getProperty("bench.jfr");
+        jdk.jfr.Recording recording = null;
+        if (jfr != null) {
+            try {
+                recording = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"));
+            } catch (IOException | ParseException e) {
+                throw new IllegalStateException(e);
+            }
+            recording.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(2)); // enough samples for seconds
+            recording.start();
+        }
+        System.gc(); // the load's garbage is not the merge's
+        long start = System.nanoTime();
+        MergeResult result;
+        do { // what the schedule does: runs until nothing waits
+            result = new Merger(catalog, tableSettings, store, options).run();
+        } while (result.backlogObjects() > 0);
+        double seconds = (System.nanoTime() - start) / 1e9;
+        if (recording != null) {
+            recording.stop();
+            try {
+                recording.dump(Path.of(jfr.replace(".jfr", "") + "-" + rows + ".jfr"));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        System.out.printf("%,d rows: %s%n", rows, result);
+        if (STEADY_MERGES > 0) {
+            // A long steady state: the index's upkeep (merging deltas, folding them into the parts) comes
+            // every so many merges, so the mean and the slowest merge tell more than one merge does.
+            List<Double> times = new ArrayList<>();
+            for (int m = 0; m < STEADY_MERGES; m++) {
+                stage(stager, rows, changes, PRIME + changes * (m + 2), random);
+                long m0 = System.nanoTime();
+                new Merger(catalog, tableSettings, store, options).run();
+                times.add((System.nanoTime() - m0) / 1e9);
+            }
+            double mean =
+                    times.stream().mapToDouble(Double::doubleValue).average().orElse(0);
+            double max = times.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+            List<Double> sorted = times.stream().sorted().toList();
+            double p95 = sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(sorted.size() * 0.95) - 1));
+            System.out.printf(
+                    "%d more merges of %,d changes: mean %.2f s, p95 %.2f s, max %.2f s%n",
+                    STEADY_MERGES, changes, mean, p95, max);
+            Results.report(
+                    String.format(
+                            "merger, %d steady-state merges of %,d changes into %,d rows%s",
+                            STEADY_MERGES, changes, rows, MODE),
+                    "<= 1.0 s",
+                    String.format("mean %.2f s, p95 %.2f s, max %.2f s", mean, p95, max));
+        }
+        if (keyIndex && PRIME > 0) {
+            // A fresh container: the same size of merge with nothing cached, every index part read from S3.
+            stage(stager, rows, PRIME, PRIME + changes * (STEADY_MERGES + 2), random); // after the steady merges
+            long c0 = System.nanoTime();
+            MergeResult cold = new Merger(catalog, tableSettings, store, options.withoutKeyIndexCache()).run();
+            double coldSeconds = (System.nanoTime() - c0) / 1e9;
+            table.refresh();
+            var index = dev.ddb2iceberg.status.TableStatus.of(
+                            tableSettings.name(), table, store, 128L << 20, Clock.systemUTC())
+                    .keyIndex();
+            System.out.printf("cold merge of %,d changes: %.2f s (%s)%n", PRIME, coldSeconds, cold);
+            Results.report(
+                    String.format(
+                            "merger, cold container: %,d mixed changes into %,d rows, key index read from S3%s",
+                            PRIME, rows, NARROW ? ", narrow items" : ""),
+                    "-",
+                    String.format(
+                            "%.2f s; reads the whole index once" + " (%,d keys touch all %d parts): %.0f MB",
+                            coldSeconds, PRIME, index.parts(), index.bytes() / 1e6));
+        }
+        return seconds;
     }
-    stage(stager, rows, changes, PRIME, random);
-    // -Dbench.jfr=<file>: a JFR profile of the merge alone (not of the load), for `jfr view hot-methods`.
-    String jfr = System.getProperty("bench.jfr");
-    jdk.jfr.Recording recording = null;
-    if (jfr != null) {
-      try {
-        recording = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"));
-      } catch (IOException | ParseException e) {
-        throw new IllegalStateException(e);
-      }
-      recording.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(2)); // enough samples for seconds
-      recording.start();
-    }
-    System.gc(); // the load's garbage is not the merge's
-    long start = System.nanoTime();
-    MergeResult result;
-    do { // what the schedule does: runs until nothing waits
-      result = new Merger(catalog, tableSettings, store, options).run();
-    } while (result.backlogObjects() > 0);
-    double seconds = (System.nanoTime() - start) / 1e9;
-    if (recording != null) {
-      recording.stop();
-      try {
-        recording.dump(Path.of(jfr.replace(".jfr", "") + "-" + rows + ".jfr"));
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-    System.out.printf("%,d rows: %s%n", rows, result);
-    if (STEADY_MERGES > 0) {
-      // A long steady state: the index's upkeep (merging deltas, folding them into the parts) comes
-      // every so many merges, so the mean and the slowest merge tell more than one merge does.
-      List<Double> times = new ArrayList<>();
-      for (int m = 0; m < STEADY_MERGES; m++) {
-        stage(stager, rows, changes, PRIME + changes * (m + 2), random);
-        long m0 = System.nanoTime();
-        new Merger(catalog, tableSettings, store, options).run();
-        times.add((System.nanoTime() - m0) / 1e9);
-      }
-      double mean = times.stream().mapToDouble(Double::doubleValue).average().orElse(0);
-      double max = times.stream().mapToDouble(Double::doubleValue).max().orElse(0);
-      List<Double> sorted = times.stream().sorted().toList();
-      double p95 = sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(sorted.size() * 0.95) - 1));
-      System.out.printf("%d more merges of %,d changes: mean %.2f s, p95 %.2f s, max %.2f s%n", STEADY_MERGES, changes,
-          mean, p95, max);
-      Results.report(String.format("merger, %d steady-state merges of %,d changes into %,d rows%s", STEADY_MERGES,
-          changes, rows, MODE), "<= 1.0 s", String.format("mean %.2f s, p95 %.2f s, max %.2f s", mean, p95, max));
-    }
-    if (keyIndex && PRIME > 0) {
-      // A fresh container: the same size of merge with nothing cached, every index part read from S3.
-      stage(stager, rows, PRIME, PRIME + changes * (STEADY_MERGES + 2), random); // after the steady merges
-      long c0 = System.nanoTime();
-      MergeResult cold = new Merger(catalog, tableSettings, store, options.withoutKeyIndexCache()).run();
-      double coldSeconds = (System.nanoTime() - c0) / 1e9;
-      table.refresh();
-      var index = dev.ddb2iceberg.status.TableStatus.of(tableSettings.name(), table, store, 128L << 20,
-          Clock.systemUTC()).keyIndex();
-      System.out.printf("cold merge of %,d changes: %.2f s (%s)%n", PRIME, coldSeconds, cold);
-      Results.report(String.format("merger, cold container: %,d mixed changes into %,d rows, key index read from S3%s",
-          PRIME, rows, NARROW ? ", narrow items" : ""), "-", String.format("%.2f s; reads the whole index once"
-              + " (%,d keys touch all %d parts): %.0f MB", coldSeconds, PRIME, index.parts(), index.bytes() / 1e6));
-    }
-    return seconds;
-  }
 
-  /** Memory the whole index takes once loaded, as a warm merger's cache holds it. */
-  private static long indexMemoryBytes(Table table, long rows) {
-    dev.ddb2iceberg.index.IndexCache probe = new dev.ddb2iceberg.index.IndexCache(Long.MAX_VALUE);
-    var index = dev.ddb2iceberg.index.KeyIndex.open(table, dev.ddb2iceberg.index.KeyIndex.manifestOf(table.currentSnapshot()),
-        probe);
-    TableLayout layout = TableLayout.of(table);
-    List<byte[]> keys = new ArrayList<>();
-    Random random = new Random(1);
-    for (int i = 0; i < 20_000; i++) { // enough keys to touch every part
-      Change c = change((long) (random.nextDouble() * rows), Operation.REMOVE, 0, random);
-      keys.add(dev.ddb2iceberg.index.IndexKeys.encode(layout.keyOf(c)));
+    /** Memory the whole index takes once loaded, as a warm merger's cache holds it. */
+    private static long indexMemoryBytes(Table table, long rows) {
+        dev.ddb2iceberg.index.IndexCache probe = new dev.ddb2iceberg.index.IndexCache(Long.MAX_VALUE);
+        var index = dev.ddb2iceberg.index.KeyIndex.open(
+                table, dev.ddb2iceberg.index.KeyIndex.manifestOf(table.currentSnapshot()), probe);
+        TableLayout layout = TableLayout.of(table);
+        List<byte[]> keys = new ArrayList<>();
+        Random random = new Random(1);
+        for (int i = 0; i < 20_000; i++) { // enough keys to touch every part
+            Change c = change((long) (random.nextDouble() * rows), Operation.REMOVE, 0, random);
+            keys.add(dev.ddb2iceberg.index.IndexKeys.encode(layout.keyOf(c)));
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            index.lookup(keys, pool);
+        } finally {
+            pool.shutdown();
+        }
+        return probe.bytes();
     }
-    ExecutorService pool = Executors.newFixedThreadPool(2);
-    try {
-      index.lookup(keys, pool);
-    } finally {
-      pool.shutdown();
-    }
-    return probe.bytes();
-  }
 
-  /** Stages {@code count} mixed changes with sequence offsets after {@code seqFrom}. */
-  static void stage(BatchStager stager, long rows, int count, int seqFrom, Random random) {
-    List<Change> batch = new ArrayList<>();
-    for (int i = 0; i < count; i++) {
-      int kind = random.nextInt(10);
-      long n = kind == 0 ? rows + seqFrom + i : (long) (random.nextDouble() * rows); // 10% new items
-      batch.add(change(n, kind < 8 ? (kind == 0 ? Operation.INSERT : Operation.MODIFY) : Operation.REMOVE,
-          seqFrom + i + 1, random));
-      if (batch.size() == 10_000) {
-        stager.stage(StreamEvents.batch(batch).getRecords());
-        batch.clear();
-      }
+    /** Stages {@code count} mixed changes with sequence offsets after {@code seqFrom}. */
+    static void stage(BatchStager stager, long rows, int count, int seqFrom, Random random) {
+        List<Change> batch = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            int kind = random.nextInt(10);
+            long n = kind == 0 ? rows + seqFrom + i : (long) (random.nextDouble() * rows); // 10% new items
+            batch.add(change(
+                    n,
+                    kind < 8 ? (kind == 0 ? Operation.INSERT : Operation.MODIFY) : Operation.REMOVE,
+                    seqFrom + i + 1,
+                    random));
+            if (batch.size() == 10_000) {
+                stager.stage(StreamEvents.batch(batch).getRecords());
+                batch.clear();
+            }
+        }
+        if (!batch.isEmpty()) {
+            stager.stage(StreamEvents.batch(batch).getRecords());
+        }
     }
-    if (!batch.isEmpty()) {
-      stager.stage(StreamEvents.batch(batch).getRecords());
-    }
-  }
 
-  /** Item n: partition key cust-(n/10), sort key n, and ~600 bytes of attributes (~40 when narrow). */
-  static Change change(long n, Operation op, long seqOffset, Random random) {
-    Map<String, DdbValue> keys = new LinkedHashMap<>();
-    keys.put("pk", new DdbValue.S(String.format("cust-%09d", n / 10)));
-    keys.put("sk", new DdbValue.N(Long.toString(n)));
-    String seq = Long.toString(SEQ_BASE + seqOffset);
-    if (op == Operation.REMOVE) {
-      return new Change(keys, op, null, seq, 1_764_460_800_000L, false);
+    /** Item n: partition key cust-(n/10), sort key n, and ~600 bytes of attributes (~40 when narrow). */
+    static Change change(long n, Operation op, long seqOffset, Random random) {
+        Map<String, DdbValue> keys = new LinkedHashMap<>();
+        keys.put("pk", new DdbValue.S(String.format("cust-%09d", n / 10)));
+        keys.put("sk", new DdbValue.N(Long.toString(n)));
+        String seq = Long.toString(SEQ_BASE + seqOffset);
+        if (op == Operation.REMOVE) {
+            return new Change(keys, op, null, seq, 1_764_460_800_000L, false);
+        }
+        Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+        image.put("status", new DdbValue.S(new String[] {"PLACED", "PAID", "SHIPPED"}[random.nextInt(3)]));
+        image.put("total_cents", new DdbValue.N(Integer.toString(random.nextInt(1_000_000))));
+        image.put("gift", new DdbValue.Bool(random.nextBoolean()));
+        if (NARROW) {
+            return new Change(keys, op, image, seq, 1_764_460_800_000L, false);
+        }
+        StringBuilder note = new StringBuilder();
+        while (note.length() < 500) {
+            note.append(Long.toString(random.nextLong(), 36)).append(' ');
+        }
+        image.put("note", new DdbValue.S(note.toString()));
+        return new Change(keys, op, image, seq, 1_764_460_800_000L, false);
     }
-    Map<String, DdbValue> image = new LinkedHashMap<>(keys);
-    image.put("status", new DdbValue.S(new String[] {"PLACED", "PAID", "SHIPPED"}[random.nextInt(3)]));
-    image.put("total_cents", new DdbValue.N(Integer.toString(random.nextInt(1_000_000))));
-    image.put("gift", new DdbValue.Bool(random.nextBoolean()));
-    if (NARROW) {
-      return new Change(keys, op, image, seq, 1_764_460_800_000L, false);
-    }
-    StringBuilder note = new StringBuilder();
-    while (note.length() < 500) {
-      note.append(Long.toString(random.nextLong(), 36)).append(' ');
-    }
-    image.put("note", new DdbValue.S(note.toString()));
-    return new Change(keys, op, image, seq, 1_764_460_800_000L, false);
-  }
 
-  /** Writes rows 0..n-1 in key order (so sorted within each bucket) and appends them in one commit. */
-  static void bulkLoad(Table table, long n) {
-    // Sixteen files open at once each buffer a row group: small ones keep the load within a 1 GB heap.
-    table.updateProperties().set(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, Long.toString(8L << 20)).commit();
-    TableLayout layout = TableLayout.of(table);
-    PartitionKey partition = new PartitionKey(table.spec(), table.schema());
-    InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
-    GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
-    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, 1).format(FileFormat.PARQUET).build();
-    FanoutDataWriter<Record> writer = new FanoutDataWriter<>(writers, files, table.io(), 128L << 20);
-    Random random = new Random(n);
-    try (writer) {
-      for (long i = 0; i < n; i++) {
-        // Every row has its own (older) sequence number, as rows written by past changes do.
-        Record row = layout.toRow(change(i, Operation.INSERT, i - n, random));
-        partition.partition(wrapper.wrap(row));
-        writer.write(row, table.spec(), partition);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    /** Writes rows 0..n-1 in key order (so sorted within each bucket) and appends them in one commit. */
+    static void bulkLoad(Table table, long n) {
+        // Sixteen files open at once each buffer a row group: small ones keep the load within a 1 GB heap.
+        table.updateProperties()
+                .set(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, Long.toString(8L << 20))
+                .commit();
+        TableLayout layout = TableLayout.of(table);
+        PartitionKey partition = new PartitionKey(table.spec(), table.schema());
+        InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+        GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
+                .dataFileFormat(FileFormat.PARQUET)
+                .build();
+        OutputFileFactory files = OutputFileFactory.builderFor(table, 1, 1)
+                .format(FileFormat.PARQUET)
+                .build();
+        FanoutDataWriter<Record> writer = new FanoutDataWriter<>(writers, files, table.io(), 128L << 20);
+        Random random = new Random(n);
+        try (writer) {
+            for (long i = 0; i < n; i++) {
+                // Every row has its own (older) sequence number, as rows written by past changes do.
+                Record row = layout.toRow(change(i, Operation.INSERT, i - n, random));
+                partition.partition(wrapper.wrap(row));
+                writer.write(row, table.spec(), partition);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        table.updateProperties()
+                .remove(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES)
+                .commit();
+        AppendFiles append = table.newAppend();
+        writer.result().dataFiles().forEach(append::appendFile);
+        append.commit();
     }
-    table.updateProperties().remove(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES).commit();
-    AppendFiles append = table.newAppend();
-    writer.result().dataFiles().forEach(append::appendFile);
-    append.commit();
-  }
 
-  static void deleteRecursively(Path dir) throws IOException {
-    try (var paths = Files.walk(dir)) {
-      paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    static void deleteRecursively(Path dir) throws IOException {
+        try (var paths = Files.walk(dir)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
     }
-  }
 }

@@ -5,10 +5,9 @@ package dev.ddb2iceberg.benchmarks;
  * figure, which {@code benchmarks/run} collects into the table BENCHMARKS.md shows.
  */
 final class Results {
-  private Results() {}
+    private Results() {}
 
-  static void report(String measure, String goal, String measured) {
-    System.out.println("RESULT|" + measure + "|" + goal + "|" + measured);
-  }
-
+    static void report(String measure, String goal, String measured) {
+        System.out.println("RESULT|" + measure + "|" + goal + "|" + measured);
+    }
 }

@@ -18,31 +18,34 @@ import java.nio.file.Path;
  * {@link PackagedFunction}; it must only use classes the runtime or the function's jar provide.
  */
 public final class PackagedInvoker {
-  private PackagedInvoker() {}
+    private PackagedInvoker() {}
 
-  @SuppressWarnings({"unchecked", "rawtypes"})
-  public static void main(String[] args) throws Exception {
-    Object handler = Class.forName(args[0]).getConstructor().newInstance();
-    byte[] event = Files.readAllBytes(Path.of(args[1]));
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    if (handler instanceof RequestStreamHandler stream) {
-      stream.handleRequest(new ByteArrayInputStream(event), out, null);
-    } else {
-      ClassLoader loader = PackagedInvoker.class.getClassLoader();
-      PojoSerializer<Object> in = (PojoSerializer<Object>) LambdaEventSerializers.serializerFor(inputType(handler.getClass()), loader);
-      Object response = ((RequestHandler) handler).handleRequest(in.fromJson(new ByteArrayInputStream(event)), null);
-      PojoSerializer<Object> outSerializer = (PojoSerializer<Object>) LambdaEventSerializers.serializerFor(response.getClass(), loader);
-      outSerializer.toJson(response, out);
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public static void main(String[] args) throws Exception {
+        Object handler = Class.forName(args[0]).getConstructor().newInstance();
+        byte[] event = Files.readAllBytes(Path.of(args[1]));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        if (handler instanceof RequestStreamHandler stream) {
+            stream.handleRequest(new ByteArrayInputStream(event), out, null);
+        } else {
+            ClassLoader loader = PackagedInvoker.class.getClassLoader();
+            PojoSerializer<Object> in = (PojoSerializer<Object>)
+                    LambdaEventSerializers.serializerFor(inputType(handler.getClass()), loader);
+            Object response =
+                    ((RequestHandler) handler).handleRequest(in.fromJson(new ByteArrayInputStream(event)), null);
+            PojoSerializer<Object> outSerializer =
+                    (PojoSerializer<Object>) LambdaEventSerializers.serializerFor(response.getClass(), loader);
+            outSerializer.toJson(response, out);
+        }
+        Files.write(Path.of(args[2]), out.toByteArray()); // the function logs to stdout, as in Lambda
     }
-    Files.write(Path.of(args[2]), out.toByteArray()); // the function logs to stdout, as in Lambda
-  }
 
-  private static Class<?> inputType(Class<?> type) {
-    for (Type t : type.getGenericInterfaces()) {
-      if (t instanceof ParameterizedType p && p.getRawType() == RequestHandler.class) {
-        return (Class<?>) p.getActualTypeArguments()[0];
-      }
+    private static Class<?> inputType(Class<?> type) {
+        for (Type t : type.getGenericInterfaces()) {
+            if (t instanceof ParameterizedType p && p.getRawType() == RequestHandler.class) {
+                return (Class<?>) p.getActualTypeArguments()[0];
+            }
+        }
+        throw new IllegalArgumentException(type + " is not a RequestHandler");
     }
-    throw new IllegalArgumentException(type + " is not a RequestHandler");
-  }
 }

@@ -12,40 +12,46 @@ import org.junit.jupiter.api.extension.ParameterResolver;
  * every test; tests keep apart by using their own bucket ({@link #newBucket}).
  */
 public final class S3ServerExtension implements ParameterResolver, AfterEachCallback {
-  private static final AtomicInteger BUCKETS = new AtomicInteger();
+    private static final AtomicInteger BUCKETS = new AtomicInteger();
 
-  @Override
-  public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
-    return parameter.getParameter().getType() == EmbeddedS3Server.class;
-  }
-
-  @Override
-  public Object resolveParameter(ParameterContext parameter, ExtensionContext context) {
-    return server(context);
-  }
-
-  @Override
-  public void afterEach(ExtensionContext context) {
-    server(context).faults().clear();
-  }
-
-  private static EmbeddedS3Server server(ExtensionContext context) {
-    return context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL)
-        .getOrComputeIfAbsent(ServerResource.class, k -> new ServerResource(EmbeddedS3Server.inMemory()), ServerResource.class)
-        .server;
-  }
-
-  /** A fresh bucket with a unique name, created on the server. */
-  public static String newBucket(EmbeddedS3Server server) {
-    String bucket = "test-" + BUCKETS.incrementAndGet() + "-" + ProcessHandle.current().pid();
-    server.createBucket(bucket);
-    return bucket;
-  }
-
-  private record ServerResource(EmbeddedS3Server server) implements ExtensionContext.Store.CloseableResource, AutoCloseable {
     @Override
-    public void close() {
-      server.close();
+    public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
+        return parameter.getParameter().getType() == EmbeddedS3Server.class;
     }
-  }
+
+    @Override
+    public Object resolveParameter(ParameterContext parameter, ExtensionContext context) {
+        return server(context);
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        server(context).faults().clear();
+    }
+
+    private static EmbeddedS3Server server(ExtensionContext context) {
+        return context.getRoot()
+                .getStore(ExtensionContext.Namespace.GLOBAL)
+                .getOrComputeIfAbsent(
+                        ServerResource.class,
+                        k -> new ServerResource(EmbeddedS3Server.inMemory()),
+                        ServerResource.class)
+                .server;
+    }
+
+    /** A fresh bucket with a unique name, created on the server. */
+    public static String newBucket(EmbeddedS3Server server) {
+        String bucket = "test-" + BUCKETS.incrementAndGet() + "-"
+                + ProcessHandle.current().pid();
+        server.createBucket(bucket);
+        return bucket;
+    }
+
+    private record ServerResource(EmbeddedS3Server server)
+            implements ExtensionContext.Store.CloseableResource, AutoCloseable {
+        @Override
+        public void close() {
+            server.close();
+        }
+    }
 }

@@ -1,12 +1,10 @@
 package dev.ddb2iceberg.faults;
 
-import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
-import dev.ddb2iceberg.testkit.CommitHookCatalog;
-import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
 import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.load.ExportLoader;
@@ -19,7 +17,9 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Clock;
@@ -45,414 +45,446 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * {@link Invariants} check the table against its checkpoints.
  */
 final class Actors {
-  private final FaultPlan plan;
-  private final MergeOptions defaults;
-  private final EmbeddedS3Server server;
-  private final FaultInjectingBlobStore faults;
-  private final MaintenanceSettings settings;
-  private final Catalog catalog;
-  private final StagingStore store;
-  private final TableIdentifier id;
-  private final TableIdentifier historyId;
-  private final boolean withHistory;
-  private final SourceExport export;
-  private final Invariants invariants;
-  private final FaultStats stats;
-  private final Trail trail;
-  private boolean exportLoaded;
+    private final FaultPlan plan;
+    private final MergeOptions defaults;
+    private final EmbeddedS3Server server;
+    private final FaultInjectingBlobStore faults;
+    private final MaintenanceSettings settings;
+    private final Catalog catalog;
+    private final StagingStore store;
+    private final TableIdentifier id;
+    private final TableIdentifier historyId;
+    private final boolean withHistory;
+    private final SourceExport export;
+    private final Invariants invariants;
+    private final FaultStats stats;
+    private final Trail trail;
+    private boolean exportLoaded;
 
-  Actors(FaultPlan plan, EmbeddedS3Server server, MaintenanceSettings settings, Catalog catalog, StagingStore store,
-      TableIdentifier id, TableIdentifier historyId, SourceExport export, Invariants invariants, FaultStats stats,
-      Trail trail) {
-    this.plan = plan;
-    this.defaults = plan.mergeDefaults();
-    this.server = server;
-    this.faults = server.faults();
-    this.settings = settings;
-    this.catalog = catalog;
-    this.store = store;
-    this.id = id;
-    this.historyId = historyId;
-    this.withHistory = plan.withHistory();
-    this.export = export;
-    this.invariants = invariants;
-    this.stats = stats;
-    this.trail = trail;
-  }
-
-  // ------------------------------------------------------------------ the stager
-
-  /** The stager, given one batch as Lambda delivers it; what it staged joins the oracle. */
-  BatchStager.Result stage(List<Change> batch) {
-    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-    if (r.complete() && r.stagedObject() != null) {
-      invariants.staged(Checkpoint.token(r.stagedObject()), batch);
+    Actors(
+            FaultPlan plan,
+            EmbeddedS3Server server,
+            MaintenanceSettings settings,
+            Catalog catalog,
+            StagingStore store,
+            TableIdentifier id,
+            TableIdentifier historyId,
+            SourceExport export,
+            Invariants invariants,
+            FaultStats stats,
+            Trail trail) {
+        this.plan = plan;
+        this.defaults = plan.mergeDefaults();
+        this.server = server;
+        this.faults = server.faults();
+        this.settings = settings;
+        this.catalog = catalog;
+        this.store = store;
+        this.id = id;
+        this.historyId = historyId;
+        this.withHistory = plan.withHistory();
+        this.export = export;
+        this.invariants = invariants;
+        this.stats = stats;
+        this.trail = trail;
     }
-    return r;
-  }
 
-  // ------------------------------------------------------------------ the merger
+    // ------------------------------------------------------------------ the stager
 
-  void merge(boolean withFaults) {
-    boolean tableExists = catalog.tableExists(id);
-    FaultPlan.MergeRun run = plan.merge(withFaults, tableExists);
-    Catalog mergeCatalog = catalog;
-    String kind = "merge";
-    switch (run.fault()) {
-      case S3_GET_STAGED -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(),
-            k -> k.startsWith(settings.staging().stagingPrefix()));
-        kind = "S3 GET errors reading staged changes";
-      }
-      case S3_DELETE_STAGED -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures(),
-            k -> k.startsWith(settings.staging().stagingPrefix()));
-        kind = "S3 DELETE errors after the commit (crash before staged objects are deleted)";
-      }
-      case S3_PUT_DATA -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/data/"));
-        kind = "S3 PUT errors writing data files";
-      }
-      case S3_LIST_STAGED -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.LIST, run.failures(), k -> true);
-        kind = "S3 LIST errors listing staged changes";
-      }
-      case COMMIT_OUTCOME_UNKNOWN -> {
-        mergeCatalog = new UnknownOutcomeCatalog(catalog, run.committed());
-        kind = "commit outcome unknown (CommitStateUnknownException)";
-      }
-      case S3_GET_KEY_INDEX -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(), k -> k.contains("/key-index/"));
-        kind = "S3 GET errors reading the key index";
-      }
-      case S3_PUT_KEY_INDEX -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/key-index/"));
-        kind = "S3 PUT errors writing the key index";
-      }
-      case KEY_INDEX_DAMAGED -> {
-        if (damageKeyIndexFile()) {
-          kind = "a key index file lost or truncated";
+    /** The stager, given one batch as Lambda delivers it; what it staged joins the oracle. */
+    BatchStager.Result stage(List<Change> batch) {
+        BatchStager.Result r =
+                new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+        if (r.complete() && r.stagedObject() != null) {
+            invariants.staged(Checkpoint.token(r.stagedObject()), batch);
         }
-      }
-      default -> {
-        // the merger's own hooks, below
-      }
+        return r;
     }
-    switch (run.fault()) {
-      case CRASH_BEFORE_COMMIT -> {
-        kind = "merger crashes before its commit";
-        mergeCatalog = beforeCommits(mergeCatalog, t -> {
-          throw new PipelineHarness.InjectedCrash("before the merge commit");
-        });
-      }
-      case RACING_MAINTENANCE -> {
-        kind = "maintenance commits while a merge is planning";
-        mergeCatalog = beforeCommits(mergeCatalog, onFirstAttempt(this::racingMaintenance));
-      }
-      case RACING_MERGER -> {
-        kind = "another merger commits first";
-        mergeCatalog = beforeCommits(mergeCatalog, onFirstAttempt(this::racingMerger));
-      }
-      default -> {
-        // armed above, or none
-      }
-    }
-    Merger merger = new Merger(mergeCatalog, settings.table(), store, run.options());
-    if (!kind.equals("merge")) {
-      stats.count(kind);
-    }
-    runMerger(merger, kind);
-    faults.clear();
-    invariants.checkTableMatchesItsCheckpoints("after " + kind);
-  }
 
-  /**
-   * Deletes or truncates one file of the index the current snapshot names (a lost object, a
-   * partial upload); false when there is none. Merges must rebuild, never trust it.
-   */
-  private boolean damageKeyIndexFile() {
-    Table table = catalog.loadTable(id);
-    List<String> files = KeyIndex.filesOf(table, table.currentSnapshot());
-    if (files.isEmpty()) {
-      return false;
-    }
-    FaultPlan.KeyIndexDamage damage = plan.keyIndexDamage(files.size());
-    String victim = files.get(damage.file());
-    try {
-      if (damage.lost()) {
-        table.io().deleteFile(victim);
-        trail.add("lost key index file " + victim);
-      } else {
-        byte[] bytes = table.io().newInputFile(victim).newStream().readAllBytes();
-        try (var out = table.io().newOutputFile(victim).createOrOverwrite()) {
-          out.write(bytes, 0, bytes.length / 2);
+    // ------------------------------------------------------------------ the merger
+
+    void merge(boolean withFaults) {
+        boolean tableExists = catalog.tableExists(id);
+        FaultPlan.MergeRun run = plan.merge(withFaults, tableExists);
+        Catalog mergeCatalog = catalog;
+        String kind = "merge";
+        switch (run.fault()) {
+            case S3_GET_STAGED -> {
+                faults.failFrom(
+                        FaultInjectingBlobStore.Operation.GET,
+                        run.failures(),
+                        k -> k.startsWith(settings.staging().stagingPrefix()));
+                kind = "S3 GET errors reading staged changes";
+            }
+            case S3_DELETE_STAGED -> {
+                faults.failFrom(
+                        FaultInjectingBlobStore.Operation.DELETE,
+                        run.failures(),
+                        k -> k.startsWith(settings.staging().stagingPrefix()));
+                kind = "S3 DELETE errors after the commit (crash before staged objects are deleted)";
+            }
+            case S3_PUT_DATA -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/data/"));
+                kind = "S3 PUT errors writing data files";
+            }
+            case S3_LIST_STAGED -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.LIST, run.failures(), k -> true);
+                kind = "S3 LIST errors listing staged changes";
+            }
+            case COMMIT_OUTCOME_UNKNOWN -> {
+                mergeCatalog = new UnknownOutcomeCatalog(catalog, run.committed());
+                kind = "commit outcome unknown (CommitStateUnknownException)";
+            }
+            case S3_GET_KEY_INDEX -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(), k -> k.contains("/key-index/"));
+                kind = "S3 GET errors reading the key index";
+            }
+            case S3_PUT_KEY_INDEX -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/key-index/"));
+                kind = "S3 PUT errors writing the key index";
+            }
+            case KEY_INDEX_DAMAGED -> {
+                if (damageKeyIndexFile()) {
+                    kind = "a key index file lost or truncated";
+                }
+            }
+            default -> {
+                // the merger's own hooks, below
+            }
         }
-        trail.add("truncated key index file " + victim);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return true;
-  }
-
-  /** {@code through}, with {@code hook} run before each commit of the table that adds a snapshot. */
-  private Catalog beforeCommits(Catalog through, Consumer<Table> hook) {
-    return CommitHookCatalog.beforeEachSnapshot(through, id, hook);
-  }
-
-  /** A commit hook that runs {@code race} before the first attempt only (the retry must then win). */
-  private static Consumer<Table> onFirstAttempt(Runnable race) {
-    boolean[] done = {false};
-    return table -> {
-      if (!done[0]) {
-        done[0] = true;
-        race.run();
-      }
-    };
-  }
-
-  /** Another merger that commits in the middle of a run. */
-  private void racingMerger() {
-    runMerger(new Merger(catalog, settings.table(), store, defaults), "the racing merger");
-  }
-
-  /** Maintenance that compacts and expires in the middle of a run. */
-  private void racingMaintenance() {
-    maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
-  }
-
-  private void runMerger(Merger merger, String kind) {
-    try {
-      MergeResult r = merger.run();
-      stats.add("changes read by mergers", r.changesRead());
-      trail.add(kind + ": " + r.changesRead() + " changes from " + r.objectsApplied() + " objects, backlog "
-          + r.backlogObjects() + ", attempts " + r.commitAttempts());
-    } catch (RuntimeException e) {
-      trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
-    }
-    invariants.recordApplied();
-  }
-
-  // ------------------------------------------------------------------ continuous mode
-
-  /** A clock the harness moves: a continuous run's merges take time and its waits pass it. */
-  private static final class SteppingClock extends Clock {
-    private Instant now = Instant.now();
-
-    void moveTo(Instant t) {
-      now = t.isAfter(now) ? t : now;
-    }
-
-    @Override
-    public Instant instant() {
-      return now;
-    }
-
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
-  }
-
-  /**
-   * A continuous merger run ({@link ContinuousMerge}) on a clock the harness moves. While it waits
-   * between merges {@code whileWaiting} runs (the stream delivers batches, maintenance sometimes
-   * runs); its merges meet S3 errors and a racing maintenance commit; about one run in three dies
-   * before one of its commits, as a sandbox killed mid-loop. After each of its merges, and after
-   * the run, the table must equal its checkpoints.
-   */
-  void continuousRun(Runnable whileWaiting) {
-    stats.count("continuous merger runs");
-    SteppingClock clock = new SteppingClock();
-    int crashAt = plan.continuousRunDiesAt();
-    int[] merges = {0};
-    Supplier<MergeResult> merge = () -> {
-      int n = ++merges[0];
-      stats.count("merges in continuous runs");
-      Catalog mergeCatalog = catalog;
-      FaultPlan.ContinuousMergeRun run = plan.continuousMerge(n, crashAt, () -> catalog.tableExists(id));
-      switch (run.fault()) {
-        case CRASH_BEFORE_COMMIT -> {
-          stats.count("continuous runs dying before a commit mid-loop");
-          mergeCatalog = beforeCommits(catalog, t -> {
-            throw new PipelineHarness.InjectedCrash("before a commit in the middle of a continuous run");
-          });
+        switch (run.fault()) {
+            case CRASH_BEFORE_COMMIT -> {
+                kind = "merger crashes before its commit";
+                mergeCatalog = beforeCommits(mergeCatalog, t -> {
+                    throw new PipelineHarness.InjectedCrash("before the merge commit");
+                });
+            }
+            case RACING_MAINTENANCE -> {
+                kind = "maintenance commits while a merge is planning";
+                mergeCatalog = beforeCommits(mergeCatalog, onFirstAttempt(this::racingMaintenance));
+            }
+            case RACING_MERGER -> {
+                kind = "another merger commits first";
+                mergeCatalog = beforeCommits(mergeCatalog, onFirstAttempt(this::racingMerger));
+            }
+            default -> {
+                // armed above, or none
+            }
         }
-        case RACING_MAINTENANCE -> {
-          stats.count("maintenance commits while a continuous run's merge is planning");
-          mergeCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
+        Merger merger = new Merger(mergeCatalog, settings.table(), store, run.options());
+        if (!kind.equals("merge")) {
+            stats.count(kind);
         }
-        case S3_DELETE_STAGED -> {
-          stats.count("S3 DELETE errors after a continuous run's commit");
-          faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures(),
-              k -> k.startsWith(settings.staging().stagingPrefix()));
+        runMerger(merger, kind);
+        faults.clear();
+        invariants.checkTableMatchesItsCheckpoints("after " + kind);
+    }
+
+    /**
+     * Deletes or truncates one file of the index the current snapshot names (a lost object, a
+     * partial upload); false when there is none. Merges must rebuild, never trust it.
+     */
+    private boolean damageKeyIndexFile() {
+        Table table = catalog.loadTable(id);
+        List<String> files = KeyIndex.filesOf(table, table.currentSnapshot());
+        if (files.isEmpty()) {
+            return false;
         }
-        case S3_PUT_DATA -> {
-          stats.count("S3 PUT errors in a continuous run's merge");
-          faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/data/"));
+        FaultPlan.KeyIndexDamage damage = plan.keyIndexDamage(files.size());
+        String victim = files.get(damage.file());
+        try {
+            if (damage.lost()) {
+                table.io().deleteFile(victim);
+                trail.add("lost key index file " + victim);
+            } else {
+                byte[] bytes = table.io().newInputFile(victim).newStream().readAllBytes();
+                try (var out = table.io().newOutputFile(victim).createOrOverwrite()) {
+                    out.write(bytes, 0, bytes.length / 2);
+                }
+                trail.add("truncated key index file " + victim);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
-        case NONE -> {
+        return true;
+    }
+
+    /** {@code through}, with {@code hook} run before each commit of the table that adds a snapshot. */
+    private Catalog beforeCommits(Catalog through, Consumer<Table> hook) {
+        return CommitHookCatalog.beforeEachSnapshot(through, id, hook);
+    }
+
+    /** A commit hook that runs {@code race} before the first attempt only (the retry must then win). */
+    private static Consumer<Table> onFirstAttempt(Runnable race) {
+        boolean[] done = {false};
+        return table -> {
+            if (!done[0]) {
+                done[0] = true;
+                race.run();
+            }
+        };
+    }
+
+    /** Another merger that commits in the middle of a run. */
+    private void racingMerger() {
+        runMerger(new Merger(catalog, settings.table(), store, defaults), "the racing merger");
+    }
+
+    /** Maintenance that compacts and expires in the middle of a run. */
+    private void racingMaintenance() {
+        maintenance(Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
+    }
+
+    private void runMerger(Merger merger, String kind) {
+        try {
+            MergeResult r = merger.run();
+            stats.add("changes read by mergers", r.changesRead());
+            trail.add(kind + ": " + r.changesRead() + " changes from " + r.objectsApplied() + " objects, backlog "
+                    + r.backlogObjects() + ", attempts " + r.commitAttempts());
+        } catch (RuntimeException e) {
+            trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
         }
-      }
-      Merger m = new Merger(mergeCatalog, settings.table(), store, defaults);
-      MergeResult r;
-      try {
-        r = m.run();
-      } finally {
+        invariants.recordApplied();
+    }
+
+    // ------------------------------------------------------------------ continuous mode
+
+    /** A clock the harness moves: a continuous run's merges take time and its waits pass it. */
+    private static final class SteppingClock extends Clock {
+        private Instant now = Instant.now();
+
+        void moveTo(Instant t) {
+            now = t.isAfter(now) ? t : now;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+    }
+
+    /**
+     * A continuous merger run ({@link ContinuousMerge}) on a clock the harness moves. While it waits
+     * between merges {@code whileWaiting} runs (the stream delivers batches, maintenance sometimes
+     * runs); its merges meet S3 errors and a racing maintenance commit; about one run in three dies
+     * before one of its commits, as a sandbox killed mid-loop. After each of its merges, and after
+     * the run, the table must equal its checkpoints.
+     */
+    void continuousRun(Runnable whileWaiting) {
+        stats.count("continuous merger runs");
+        SteppingClock clock = new SteppingClock();
+        int crashAt = plan.continuousRunDiesAt();
+        int[] merges = {0};
+        Supplier<MergeResult> merge = () -> {
+            int n = ++merges[0];
+            stats.count("merges in continuous runs");
+            Catalog mergeCatalog = catalog;
+            FaultPlan.ContinuousMergeRun run = plan.continuousMerge(n, crashAt, () -> catalog.tableExists(id));
+            switch (run.fault()) {
+                case CRASH_BEFORE_COMMIT -> {
+                    stats.count("continuous runs dying before a commit mid-loop");
+                    mergeCatalog = beforeCommits(catalog, t -> {
+                        throw new PipelineHarness.InjectedCrash("before a commit in the middle of a continuous run");
+                    });
+                }
+                case RACING_MAINTENANCE -> {
+                    stats.count("maintenance commits while a continuous run's merge is planning");
+                    mergeCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
+                }
+                case S3_DELETE_STAGED -> {
+                    stats.count("S3 DELETE errors after a continuous run's commit");
+                    faults.failFrom(
+                            FaultInjectingBlobStore.Operation.DELETE,
+                            run.failures(),
+                            k -> k.startsWith(settings.staging().stagingPrefix()));
+                }
+                case S3_PUT_DATA -> {
+                    stats.count("S3 PUT errors in a continuous run's merge");
+                    faults.failFrom(FaultInjectingBlobStore.Operation.PUT, run.failures(), k -> k.contains("/data/"));
+                }
+                case NONE -> {}
+            }
+            Merger m = new Merger(mergeCatalog, settings.table(), store, defaults);
+            MergeResult r;
+            try {
+                r = m.run();
+            } finally {
+                faults.clear();
+                invariants.recordApplied();
+            }
+            trail.add("  continuous merge " + n + ": " + r.changesRead() + " changes from " + r.objectsApplied()
+                    + " objects, backlog " + r.backlogObjects());
+            invariants.checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
+            clock.moveTo(clock.instant().plusMillis(plan.mergeMillis()));
+            return r;
+        };
+        ContinuousMerge.Pause streamFlows = t -> {
+            clock.moveTo(t);
+            whileWaiting.run();
+        };
+        ContinuousMerge.Settings continuous = new ContinuousMerge.Settings(
+                ContinuousMerge.Mode.CONTINUOUS,
+                Duration.ofSeconds(5),
+                Duration.ofSeconds(10),
+                Duration.ofSeconds(55),
+                Duration.ofSeconds(30));
+        trail.add("continuous run" + (crashAt > 0 ? " (dies before commit " + crashAt + ")" : ""));
+        try {
+            ContinuousMerge.Result r = new ContinuousMerge(continuous, merge, store::anyStaged, clock, streamFlows)
+                    .run(clock.instant().plus(continuous.runLength()));
+            trail.add("continuous run ended: " + r.merges().size() + " merges, " + r.stoppedBecause());
+        } catch (RuntimeException e) {
+            trail.add("continuous run died after " + merges[0] + " merges (" + Trail.firstLine(e) + ")");
+        }
+        faults.clear();
+        invariants.checkTableMatchesItsCheckpoints("after a continuous run");
+    }
+
+    // ------------------------------------------------------------------ maintenance
+
+    private Maintenance maintenance(Clock clock) {
+        return maintenance(clock, catalog);
+    }
+
+    private Maintenance maintenance(Clock clock, Catalog through) {
+        return new Maintenance(
+                through.loadTable(id),
+                settings.options().withTargetFileSize(1L << 20).withManifestThreshold(3),
+                "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(),
+                clock);
+    }
+
+    void maintain(boolean withFaults) {
+        if (!catalog.tableExists(id)) {
+            return;
+        }
+        invariants.recordApplied(); // before expiry can remove the snapshots that say what was applied
+        FaultPlan.MaintenanceRun run = plan.maintenance(withFaults);
+        Clock clock = run.tenDaysLater()
+                ? Clock.fixed(Instant.now().plus(Duration.ofDays(10)), ZoneOffset.UTC)
+                : Clock.systemUTC();
+        Catalog maintenanceCatalog = catalog;
+        String kind = "maintenance";
+        switch (run.fault()) {
+            case CRASH_IN_COMPACTION -> {
+                kind = "maintenance crashes in the middle of compaction";
+                maintenanceCatalog = CommitHookCatalog.beforeEachCompaction(catalog, id, t -> {
+                    throw new PipelineHarness.InjectedCrash("between compaction's writes and its commit");
+                });
+            }
+            case S3_DELETE -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures());
+                kind = "S3 DELETE errors during maintenance";
+            }
+            case S3_GET_DATA -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(), k -> k.contains("/data/"));
+                kind = "S3 GET errors during compaction";
+            }
+            case RACING_MERGER -> {
+                kind = "a merge commits while compaction is rewriting";
+                maintenanceCatalog = CommitHookCatalog.beforeEachCompaction(catalog, id, t -> racingMerger());
+            }
+            case NONE -> {}
+        }
+        Maintenance m = maintenance(clock, maintenanceCatalog);
+        if (!kind.equals("maintenance")) {
+            stats.count(kind);
+        }
+        try {
+            m.run(EnumSet.allOf(MaintenanceTask.class), false);
+            if (withHistory && catalog.tableExists(historyId)) {
+                // The history's maintenance, under the same faults: compaction must not lose or repeat a change.
+                new Maintenance(
+                                catalog.loadTable(historyId),
+                                settings.options()
+                                        .forHistory()
+                                        .withTargetFileSize(1L << 20)
+                                        .withManifestThreshold(3),
+                                "s3://" + settings.staging().bucket() + "/"
+                                        + settings.staging().stagingPrefix(),
+                                clock)
+                        .run(EnumSet.allOf(MaintenanceTask.class), false);
+            }
+            trail.add(
+                    kind + (clock.instant().isAfter(Instant.now().plus(Duration.ofDays(1))) ? " (10 days later)" : ""));
+        } catch (RuntimeException e) {
+            trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
+        }
+        faults.clear();
+        invariants.checkTableMatchesItsCheckpoints("after " + kind);
+    }
+
+    // ------------------------------------------------------------------ the initial load
+
+    /** Whether the export loader has loaded the whole export. */
+    boolean exportLoaded() {
+        return exportLoaded;
+    }
+
+    /** One chunk of the export, sometimes with a fault. */
+    void loadExportChunk(boolean withFaults) {
+        boolean tableExists = catalog.tableExists(id);
+        FaultPlan.ExportChunk chunk = plan.exportChunk(withFaults, tableExists);
+        Catalog loadCatalog = catalog;
+        String kind = "export chunk";
+        switch (chunk.fault()) {
+            case S3_GET_EXPORT -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.GET, chunk.failures(), k -> k.startsWith("exports/"));
+                kind = "S3 GET errors reading the export";
+            }
+            case S3_PUT_DATA -> {
+                faults.failFrom(FaultInjectingBlobStore.Operation.PUT, chunk.failures(), k -> k.contains("/data/"));
+                kind = "S3 PUT errors writing a loaded chunk";
+            }
+            case CRASH_BEFORE_COMMIT -> {
+                kind = "loader crashes before a chunk's commit";
+                loadCatalog = beforeCommits(catalog, t -> {
+                    throw new PipelineHarness.InjectedCrash("before the export chunk's commit");
+                });
+            }
+            case RACING_MERGER -> {
+                kind = "a merge commits while a chunk is planned";
+                loadCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMerger));
+            }
+            case RACING_MAINTENANCE -> {
+                kind = "maintenance commits while a chunk is planned";
+                loadCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
+            }
+            case NONE -> {}
+        }
+        ExportLoader loader = new ExportLoader(
+                loadCatalog, settings.table(), store, defaults.withMaxChanges(chunk.maxChanges()), server.newClient());
+        if (!kind.equals("export chunk")) {
+            stats.count(kind);
+        }
+        try {
+            // A deadline already past: one chunk per call, as a Lambda running out of time would.
+            ExportLoadResult r = loader.run(
+                    new ExportLoader.Request(
+                            ExportLocation.parse(export.location()),
+                            List.copyOf(plan.source().key(0).keySet()),
+                            Duration.ofMinutes(5),
+                            true),
+                    Instant.now());
+            exportLoaded = r.done();
+            stats.add("export items loaded", r.itemsThisRun());
+            trail.add(kind + ": " + r.itemsThisRun() + " items, " + r.itemsLoaded() + " of " + r.itemsInExport()
+                    + (r.done() ? ", done" : ""));
+        } catch (RuntimeException e) {
+            trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
+        }
         faults.clear();
         invariants.recordApplied();
-      }
-      trail.add("  continuous merge " + n + ": " + r.changesRead() + " changes from " + r.objectsApplied()
-          + " objects, backlog " + r.backlogObjects());
-      invariants.checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
-      clock.moveTo(clock.instant().plusMillis(plan.mergeMillis()));
-      return r;
-    };
-    ContinuousMerge.Pause streamFlows = t -> {
-      clock.moveTo(t);
-      whileWaiting.run();
-    };
-    ContinuousMerge.Settings continuous = new ContinuousMerge.Settings(ContinuousMerge.Mode.CONTINUOUS,
-        Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(55), Duration.ofSeconds(30));
-    trail.add("continuous run" + (crashAt > 0 ? " (dies before commit " + crashAt + ")" : ""));
-    try {
-      ContinuousMerge.Result r = new ContinuousMerge(continuous, merge, store::anyStaged, clock, streamFlows)
-          .run(clock.instant().plus(continuous.runLength()));
-      trail.add("continuous run ended: " + r.merges().size() + " merges, " + r.stoppedBecause());
-    } catch (RuntimeException e) {
-      trail.add("continuous run died after " + merges[0] + " merges (" + Trail.firstLine(e) + ")");
+        invariants.checkTableMatchesItsCheckpoints("after " + kind);
     }
-    faults.clear();
-    invariants.checkTableMatchesItsCheckpoints("after a continuous run");
-  }
-
-  // ------------------------------------------------------------------ maintenance
-
-  private Maintenance maintenance(Clock clock) {
-    return maintenance(clock, catalog);
-  }
-
-  private Maintenance maintenance(Clock clock, Catalog through) {
-    return new Maintenance(through.loadTable(id),
-        settings.options().withTargetFileSize(1L << 20).withManifestThreshold(3),
-        "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(), clock);
-  }
-
-  void maintain(boolean withFaults) {
-    if (!catalog.tableExists(id)) {
-      return;
-    }
-    invariants.recordApplied(); // before expiry can remove the snapshots that say what was applied
-    FaultPlan.MaintenanceRun run = plan.maintenance(withFaults);
-    Clock clock = run.tenDaysLater()
-        ? Clock.fixed(Instant.now().plus(Duration.ofDays(10)), ZoneOffset.UTC) : Clock.systemUTC();
-    Catalog maintenanceCatalog = catalog;
-    String kind = "maintenance";
-    switch (run.fault()) {
-      case CRASH_IN_COMPACTION -> {
-        kind = "maintenance crashes in the middle of compaction";
-        maintenanceCatalog = CommitHookCatalog.beforeEachCompaction(catalog, id, t -> {
-          throw new PipelineHarness.InjectedCrash("between compaction's writes and its commit");
-        });
-      }
-      case S3_DELETE -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.DELETE, run.failures());
-        kind = "S3 DELETE errors during maintenance";
-      }
-      case S3_GET_DATA -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.GET, run.failures(), k -> k.contains("/data/"));
-        kind = "S3 GET errors during compaction";
-      }
-      case RACING_MERGER -> {
-        kind = "a merge commits while compaction is rewriting";
-        maintenanceCatalog = CommitHookCatalog.beforeEachCompaction(catalog, id, t -> racingMerger());
-      }
-      case NONE -> {
-      }
-    }
-    Maintenance m = maintenance(clock, maintenanceCatalog);
-    if (!kind.equals("maintenance")) {
-      stats.count(kind);
-    }
-    try {
-      m.run(EnumSet.allOf(MaintenanceTask.class), false);
-      if (withHistory && catalog.tableExists(historyId)) {
-        // The history's maintenance, under the same faults: compaction must not lose or repeat a change.
-        new Maintenance(catalog.loadTable(historyId),
-            settings.options().forHistory().withTargetFileSize(1L << 20).withManifestThreshold(3),
-            "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix(), clock)
-            .run(EnumSet.allOf(MaintenanceTask.class), false);
-      }
-      trail.add(kind + (clock.instant().isAfter(Instant.now().plus(Duration.ofDays(1))) ? " (10 days later)" : ""));
-    } catch (RuntimeException e) {
-      trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
-    }
-    faults.clear();
-    invariants.checkTableMatchesItsCheckpoints("after " + kind);
-  }
-
-  // ------------------------------------------------------------------ the initial load
-
-  /** Whether the export loader has loaded the whole export. */
-  boolean exportLoaded() {
-    return exportLoaded;
-  }
-
-  /** One chunk of the export, sometimes with a fault. */
-  void loadExportChunk(boolean withFaults) {
-    boolean tableExists = catalog.tableExists(id);
-    FaultPlan.ExportChunk chunk = plan.exportChunk(withFaults, tableExists);
-    Catalog loadCatalog = catalog;
-    String kind = "export chunk";
-    switch (chunk.fault()) {
-      case S3_GET_EXPORT -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.GET, chunk.failures(), k -> k.startsWith("exports/"));
-        kind = "S3 GET errors reading the export";
-      }
-      case S3_PUT_DATA -> {
-        faults.failFrom(FaultInjectingBlobStore.Operation.PUT, chunk.failures(), k -> k.contains("/data/"));
-        kind = "S3 PUT errors writing a loaded chunk";
-      }
-      case CRASH_BEFORE_COMMIT -> {
-        kind = "loader crashes before a chunk's commit";
-        loadCatalog = beforeCommits(catalog, t -> {
-          throw new PipelineHarness.InjectedCrash("before the export chunk's commit");
-        });
-      }
-      case RACING_MERGER -> {
-        kind = "a merge commits while a chunk is planned";
-        loadCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMerger));
-      }
-      case RACING_MAINTENANCE -> {
-        kind = "maintenance commits while a chunk is planned";
-        loadCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
-      }
-      case NONE -> {
-      }
-    }
-    ExportLoader loader = new ExportLoader(loadCatalog, settings.table(), store,
-        defaults.withMaxChanges(chunk.maxChanges()), server.newClient());
-    if (!kind.equals("export chunk")) {
-      stats.count(kind);
-    }
-    try {
-      // A deadline already past: one chunk per call, as a Lambda running out of time would.
-      ExportLoadResult r = loader.run(new ExportLoader.Request(ExportLocation.parse(export.location()),
-          List.copyOf(plan.source().key(0).keySet()), Duration.ofMinutes(5), true), Instant.now());
-      exportLoaded = r.done();
-      stats.add("export items loaded", r.itemsThisRun());
-      trail.add(kind + ": " + r.itemsThisRun() + " items, " + r.itemsLoaded() + " of " + r.itemsInExport()
-          + (r.done() ? ", done" : ""));
-    } catch (RuntimeException e) {
-      trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
-    }
-    faults.clear();
-    invariants.recordApplied();
-    invariants.checkTableMatchesItsCheckpoints("after " + kind);
-  }
 }

@@ -1,10 +1,10 @@
 package dev.ddb2iceberg.faults;
 
-import java.nio.file.Files;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,46 +23,48 @@ import org.junit.jupiter.api.io.TempDir;
  * Real S3 server and SQLite catalog; DynamoDB and its stream are modelled ({@link SourceTable}).
  */
 class PipelineUnderFaultsTest {
-  private static final FaultStats STATS = new FaultStats();
-  /**
-   * One S3 server per worker thread: injected faults act on a whole server, so two seeds running
-   * at once must not share one.
-   */
-  private static final Queue<EmbeddedS3Server> SERVERS = new ConcurrentLinkedQueue<>();
-  private static final ThreadLocal<EmbeddedS3Server> SERVER = ThreadLocal.withInitial(() -> {
-    EmbeddedS3Server server = EmbeddedS3Server.inMemory();
-    SERVERS.add(server);
-    return server;
-  });
+    private static final FaultStats STATS = new FaultStats();
+    /**
+     * One S3 server per worker thread: injected faults act on a whole server, so two seeds running
+     * at once must not share one.
+     */
+    private static final Queue<EmbeddedS3Server> SERVERS = new ConcurrentLinkedQueue<>();
 
-  @TempDir Path dir;
+    private static final ThreadLocal<EmbeddedS3Server> SERVER = ThreadLocal.withInitial(() -> {
+        EmbeddedS3Server server = EmbeddedS3Server.inMemory();
+        SERVERS.add(server);
+        return server;
+    });
 
-  @TestFactory
-  List<DynamicTest> theTableEqualsTheSourceWhateverHappens() {
-    List<DynamicTest> tests = new ArrayList<>();
-    for (long seed : seeds()) {
-      tests.add(DynamicTest.dynamicTest("seed " + seed, () -> {
-        Path work = Files.createDirectories(dir.resolve("seed-" + seed));
-        EmbeddedS3Server server = SERVER.get();
-        new PipelineHarness(seed, server, S3ServerExtension.newBucket(server), work, STATS).run(14);
-      }));
+    @TempDir
+    Path dir;
+
+    @TestFactory
+    List<DynamicTest> theTableEqualsTheSourceWhateverHappens() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (long seed : seeds()) {
+            tests.add(DynamicTest.dynamicTest("seed " + seed, () -> {
+                Path work = Files.createDirectories(dir.resolve("seed-" + seed));
+                EmbeddedS3Server server = SERVER.get();
+                new PipelineHarness(seed, server, S3ServerExtension.newBucket(server), work, STATS).run(14);
+            }));
+        }
+        return tests;
     }
-    return tests;
-  }
 
-  private static long[] seeds() {
-    String one = System.getProperty("faults.seed", "");
-    if (!one.isBlank()) {
-      return new long[] {Long.parseLong(one.trim())};
+    private static long[] seeds() {
+        String one = System.getProperty("faults.seed", "");
+        if (!one.isBlank()) {
+            return new long[] {Long.parseLong(one.trim())};
+        }
+        int n = Integer.parseInt(System.getProperty("faults.seeds", "200").trim());
+        return LongStream.rangeClosed(1, n).toArray();
     }
-    int n = Integer.parseInt(System.getProperty("faults.seeds", "200").trim());
-    return LongStream.rangeClosed(1, n).toArray();
-  }
 
-  @AfterAll
-  static void report() {
-    SERVERS.forEach(EmbeddedS3Server::close);
-    System.out.println("Pipeline under faults, all seeds:\n" + STATS);
-    assertTrue(STATS.get("seeds") > 0 || seeds().length == 0, "no seed ran");
-  }
+    @AfterAll
+    static void report() {
+        SERVERS.forEach(EmbeddedS3Server::close);
+        System.out.println("Pipeline under faults, all seeds:\n" + STATS);
+        assertTrue(STATS.get("seeds") > 0 || seeds().length == 0, "no seed ran");
+    }
 }

@@ -1,12 +1,10 @@
 package dev.ddb2iceberg.interop;
 
-import java.util.ArrayList;
-import dev.ddb2iceberg.function.MaintenanceSettings;
-import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.function.MaintenanceSettings;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
@@ -15,10 +13,12 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.ExpectedTable;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.TableItems;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,67 +33,70 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * functions would read; {@link #model} is the source table those changes describe.
  */
 final class PipelineTable {
-  final String name;
-  final Map<String, String> env;
-  final ExpectedTable model = new ExpectedTable();
-  /** Every change staged, in stream order: what a change history must hold. */
-  final List<Change> streamed = new ArrayList<>();
-  final MergerSettings settings;
-  final Catalog catalog;
-  final StagingStore store;
+    final String name;
+    final Map<String, String> env;
+    final ExpectedTable model = new ExpectedTable();
+    /** Every change staged, in stream order: what a change history must hold. */
+    final List<Change> streamed = new ArrayList<>();
 
-  PipelineTable(LocalStack stack, String name, Map<String, String> overrides) {
-    this.name = name;
-    this.env = new LinkedHashMap<>(stack.environment(name));
-    env.put("STAGING_PREFIX", "staging/" + name + "/"); // each table its own stream
-    env.putAll(overrides);
-    this.settings = MergerSettings.from(new Environment(env));
-    this.catalog = settings.catalog().load();
-    this.store = new StagingStore(stack.server().newClient(), settings.staging());
-  }
+    final MergerSettings settings;
+    final Catalog catalog;
+    final StagingStore store;
 
-  /** Stages the changes in Lambda-sized batches and records them in the model. */
-  void stage(List<Change> changes) {
-    for (int i = 0; i < changes.size(); i += 100) {
-      List<Change> batch = changes.subList(i, Math.min(changes.size(), i + 100));
-      BatchStager.Result r = new BatchStager(store).stage(dev.ddb2iceberg.testkit.StreamEvents.batch(batch).getRecords());
-      assertTrue(r.complete(), () -> "staging failed: " + r.failure());
-      model.apply(batch, settings.table().removals());
-      streamed.addAll(batch);
+    PipelineTable(LocalStack stack, String name, Map<String, String> overrides) {
+        this.name = name;
+        this.env = new LinkedHashMap<>(stack.environment(name));
+        env.put("STAGING_PREFIX", "staging/" + name + "/"); // each table its own stream
+        env.putAll(overrides);
+        this.settings = MergerSettings.from(new Environment(env));
+        this.catalog = settings.catalog().load();
+        this.store = new StagingStore(stack.server().newClient(), settings.staging());
     }
-  }
 
-  MergeResult merge() {
-    return new Merger(catalog, settings.table(), store, settings.options()).run();
-  }
+    /** Stages the changes in Lambda-sized batches and records them in the model. */
+    void stage(List<Change> changes) {
+        for (int i = 0; i < changes.size(); i += 100) {
+            List<Change> batch = changes.subList(i, Math.min(changes.size(), i + 100));
+            BatchStager.Result r = new BatchStager(store)
+                    .stage(dev.ddb2iceberg.testkit.StreamEvents.batch(batch).getRecords());
+            assertTrue(r.complete(), () -> "staging failed: " + r.failure());
+            model.apply(batch, settings.table().removals());
+            streamed.addAll(batch);
+        }
+    }
 
-  MaintenanceResult compact() {
-    MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
-    return new Maintenance(table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
-        .run(EnumSet.of(MaintenanceTask.COMPACT), false);
-  }
+    MergeResult merge() {
+        return new Merger(catalog, settings.table(), store, settings.options()).run();
+    }
 
-  Table table() {
-    return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), name));
-  }
+    MaintenanceResult compact() {
+        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
+        return new Maintenance(table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
+                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+    }
 
-  /** The name Spark knows the table by, through the README's catalog settings. */
-  String sparkName() {
-    return settings.catalog().name() + "." + settings.table().namespace() + "." + name;
-  }
+    Table table() {
+        return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), name));
+    }
 
-  TableLayout layout() {
-    return TableLayout.of(table());
-  }
+    /** The name Spark knows the table by, through the README's catalog settings. */
+    String sparkName() {
+        return settings.catalog().name() + "." + settings.table().namespace() + "." + name;
+    }
 
-  /** What Iceberg's own reader sees equals the model: the precondition of every Spark comparison. */
-  void assertIcebergReadsTheModel() {
-    var actual = TableItems.read(table());
-    assertTrue(model.items().equals(actual), () -> name + " read by Iceberg's own reader: "
-        + ExpectedTable.diff(model.items(), actual));
-  }
+    TableLayout layout() {
+        return TableLayout.of(table());
+    }
 
-  long summary(String property) {
-    return Long.parseLong(table().currentSnapshot().summary().getOrDefault(property, "0"));
-  }
+    /** What Iceberg's own reader sees equals the model: the precondition of every Spark comparison. */
+    void assertIcebergReadsTheModel() {
+        var actual = TableItems.read(table());
+        assertTrue(
+                model.items().equals(actual),
+                () -> name + " read by Iceberg's own reader: " + ExpectedTable.diff(model.items(), actual));
+    }
+
+    long summary(String property) {
+        return Long.parseLong(table().currentSnapshot().summary().getOrDefault(property, "0"));
+    }
 }

@@ -1,47 +1,47 @@
 package dev.ddb2iceberg.interop;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.time.OffsetDateTime;
-import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import org.apache.iceberg.TableUtil;
-import dev.ddb2iceberg.load.ExportLoadResult;
-import dev.ddb2iceberg.load.ExportLoader;
-import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
-import dev.ddb2iceberg.observe.LogSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.load.ExportLoadResult;
+import dev.ddb2iceberg.load.ExportLoader;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
+import dev.ddb2iceberg.observe.LogSettings;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.RandomValues;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterAll;
@@ -64,415 +64,501 @@ import org.slf4j.event.Level;
  * costs seconds; each test checks one table's rows.
  */
 class SparkReadsPipelineTablesTest {
-  @TempDir static Path dir;
+    @TempDir
+    static Path dir;
 
-  private static EmbeddedS3Server server;
-  private static ReadmeSparkCommand readme;
-  private static final Map<String, PipelineTable> TABLES = new LinkedHashMap<>();
-  private static Map<String, SparkProcess.Result> spark;
+    private static EmbeddedS3Server server;
+    private static ReadmeSparkCommand readme;
+    private static final Map<String, PipelineTable> TABLES = new LinkedHashMap<>();
+    private static Map<String, SparkProcess.Result> spark;
 
-  @BeforeAll
-  static void writeTablesThenReadThemWithSpark() throws Exception {
-    LogSettings.defaultPipelineLevel(Level.WARN); // the pipeline's progress is not under test here
-    readme = ReadmeSparkCommand.read(ProjectFiles.root().resolve("README.md"));
-    server = EmbeddedS3Server.inMemory();
-    server.ensureBucket("local"); // the README's warehouse, s3://local/warehouse
-    LocalStack stack = new LocalStack(server, "local", dir);
+    @BeforeAll
+    static void writeTablesThenReadThemWithSpark() throws Exception {
+        LogSettings.defaultPipelineLevel(Level.WARN); // the pipeline's progress is not under test here
+        readme = ReadmeSparkCommand.read(ProjectFiles.root().resolve("README.md"));
+        server = EmbeddedS3Server.inMemory();
+        server.ensureBucket("local"); // the README's warehouse, s3://local/warehouse
+        LocalStack stack = new LocalStack(server, "local", dir);
 
-    TABLES.put("orders", ordersWithLivePositionDeletes(stack));
-    TABLES.put("orders_compacted", ordersCompacted(stack));
-    TABLES.put("items_v3", itemsWithDeletionVectors(stack));
-    TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
-    TABLES.put("exported", loadedFromAnExport(stack));
-    TABLES.put("loaded_in_parallel", loadedInParallel(stack));
-    for (PipelineTable t : TABLES.values()) {
-      t.assertIcebergReadsTheModel();
-    }
-
-    Map<String, String> conf = new LinkedHashMap<>(readme.confFor(dir.resolve("catalog.db"), server.endpoint()));
-    // Spark writes timestamps in its session's zone; UTC makes them ISO-8601 instants, as Iceberg keeps them.
-    conf.put("spark.sql.session.timeZone", "UTC");
-    conf.put("spark.ui.enabled", "false");
-    conf.put("spark.sql.shuffle.partitions", "2");
-    Map<String, String> queries = new LinkedHashMap<>();
-    TABLES.forEach((name, t) -> queries.put(name, "SELECT * FROM " + t.sparkName()));
-    queries.put("readme", readme.query());
-    queries.put("describe", "DESCRIBE TABLE " + TABLES.get("orders").sparkName());
-    List<String> removals = readmeSql("## Removals");
-    List<String> history = readmeSql("## The change history");
-    assertEquals(1, removals.size(), "SQL blocks in the README's Removals section");
-    assertEquals(2, history.size(), "SQL blocks in the README's change history section");
-    queries.put("live", removals.get(0));
-    queries.put("item history", history.get(0));
-    queries.put("as of", history.get(1));
-    spark = SparkProcess.run(Path.of(System.getProperty("spark.work", dir.toString())), conf, queries);
-  }
-
-  /** The ```sql blocks of the README section under {@code heading}, as printed. */
-  private static List<String> readmeSql(String heading) {
-    String text;
-    try {
-      text = Files.readString(ProjectFiles.root().resolve("README.md"));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    int start = text.indexOf("\n" + heading);
-    assertTrue(start >= 0, "the README has a section " + heading);
-    int end = text.indexOf("\n## ", start + heading.length());
-    String section = text.substring(start, end < 0 ? text.length() : end);
-    List<String> blocks = new ArrayList<>();
-    Matcher m = Pattern.compile("```sql\n(.*?)```", Pattern.DOTALL)
-        .matcher(section);
-    while (m.find()) {
-      blocks.add(m.group(1).trim());
-    }
-    return blocks;
-  }
-
-  @AfterAll
-  static void stopServer() {
-    if (server != null) {
-      server.close();
-    }
-  }
-
-  /**
-   * Orders merged minute by minute, never compacted: readers must apply the position delete files.
-   * Their removals keep marked rows and their changes go to a change history, which the README's
-   * queries read.
-   */
-  private static PipelineTable ordersWithLivePositionDeletes(LocalStack stack) {
-    return orders(stack, "orders", 1, Map.of("HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark",
-        "DELETES", "soft"));
-  }
-
-  private static PipelineTable orders(LocalStack stack, String name, long seed, Map<String, String> settings) {
-    // Merges that give touched files deletes instead of folding them (REWRITE_FILES_BELOW_BYTES=0),
-    // so Spark meets position deletes carried from merge to merge (one file per data file), and
-    // compaction has files to rewrite. The other tables fold, as merges do by default.
-    Map<String, String> unfolded = new HashMap<>(settings);
-    unfolded.put("REWRITE_FILES_BELOW_BYTES", "0");
-    PipelineTable t = new PipelineTable(stack, name, unfolded);
-    OrderWorkload workload = new OrderWorkload(seed, 400);
-    for (int minute = 0; minute < 4; minute++) {
-      for (OrderWorkload.ShardChanges shard : workload.minute(1_000, 4_000)) {
-        t.stage(shard.changes());
-      }
-      t.merge();
-    }
-    assertTrue(t.summary("total-position-deletes") > 0, "the orders table has live position deletes");
-    return t;
-  }
-
-  /** The same kind of table after maintenance compacted it: deletes applied, files rewritten. */
-  private static PipelineTable ordersCompacted(LocalStack stack) {
-    PipelineTable t = orders(stack, "orders_compacted", 2, Map.of());
-    MaintenanceResult r = t.compact();
-    assertTrue(r.compaction().filesRewritten() > 0, () -> "compaction rewrote files: " + r);
-    assertEquals(0, t.summary("total-delete-files"), "no delete file is left after compaction");
-    return t;
-  }
-
-  /** Format v3: replaced and removed rows are deletion vectors in Puffin files. */
-  private static PipelineTable itemsWithDeletionVectors(LocalStack stack) {
-    PipelineTable t = new PipelineTable(stack, "items_v3", Map.of("TABLE_FORMAT_VERSION", "3"));
-    KeyedWorkload workload = new KeyedWorkload(3, 300);
-    List<Change> first = new ArrayList<>();
-    for (int i = 0; i < 300; i++) {
-      first.add(workload.upsert(i, Operation.INSERT));
-    }
-    t.stage(first);
-    t.merge();
-    for (int run = 0; run < 3; run++) {
-      t.stage(workload.next(400));
-      t.merge();
-    }
-    assertEquals(3, TableUtil.formatVersion(t.table()));
-    assertTrue(deletionVectors(t) > 0, "the v3 table has live deletion vectors");
-    return t;
-  }
-
-  private static long deletionVectors(PipelineTable t) {
-    long n = 0;
-    try (CloseableIterable<FileScanTask> tasks = t.table().newScan().planFiles()) {
-      for (FileScanTask task : tasks) {
-        n += task.deletes().stream()
-            .filter(d -> d.content() == FileContent.POSITION_DELETES && d.format().name().equals("PUFFIN")).count();
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return n;
-  }
-
-  /**
-   * A schema that grew over twenty merges (attributes of every type and depth appearing), with
-   * int, float and narrow decimal columns that later values widened (int to long, float to double,
-   * decimal(12,2) to decimal(17,2)), while rows written before the widening stay in their files.
-   */
-  private static PipelineTable evolvedWithWidenedNumbers(LocalStack stack) {
-    PipelineTable t = new PipelineTable(stack, "evolved",
-        Map.of("COLUMN_TYPES", "price=decimal(12,2)", "PARTITION_SPEC", "none"));
-    Random random = new Random(4);
-    RandomValues values = new RandomValues(random);
-    long[] seq = {800_000_000_000_000_000L};
-    List<Change> first = new ArrayList<>();
-    for (int i = 0; i < 50; i++) {
-      first.add(upsert("item-" + i, Map.of("price", new DdbValue.N(i + ".25")), seq));
-    }
-    t.stage(first);
-    t.merge();
-    // int and float columns, as another engine might have made them
-    t.table().updateSchema().addColumn("qty", Types.IntegerType.get()).addColumn("ratio", Types.FloatType.get())
-        .addColumn("m", Types.StructType.of(Types.NestedField.optional(9001, "n", Types.IntegerType.get()))).commit();
-    List<Change> small = new ArrayList<>();
-    for (int i = 0; i < 50; i += 2) {
-      small.add(upsert("item-" + i, Map.of("price", new DdbValue.N("7.5"), "qty", new DdbValue.N(Integer.toString(i)),
-          "ratio", new DdbValue.N("0.5"), "m", new DdbValue.M(Map.of("n", new DdbValue.N("12"))), "note", values.any(2)),
-          seq));
-    }
-    t.stage(small);
-    t.merge();
-    List<Change> big = new ArrayList<>();
-    for (int i = 0; i < 50; i += 5) {
-      big.add(upsert("item-" + i, Map.of("price", new DdbValue.N("123456789012345.25"),
-          "qty", new DdbValue.N("3000000000"), "ratio", new DdbValue.N("0.123456789"),
-          "m", new DdbValue.M(Map.of("n", new DdbValue.N("-3000000000")))), seq));
-    }
-    t.stage(big);
-    t.merge();
-    for (int run = 0; run < 17; run++) {
-      List<Change> changes = new ArrayList<>();
-      for (int i = 0; i < 20; i++) {
-        Map<String, DdbValue> attributes = new LinkedHashMap<>();
-        for (int a = random.nextInt(5); a > 0; a--) {
-          attributes.put("a" + random.nextInt(15), values.any(1 + random.nextInt(4)));
+        TABLES.put("orders", ordersWithLivePositionDeletes(stack));
+        TABLES.put("orders_compacted", ordersCompacted(stack));
+        TABLES.put("items_v3", itemsWithDeletionVectors(stack));
+        TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
+        TABLES.put("exported", loadedFromAnExport(stack));
+        TABLES.put("loaded_in_parallel", loadedInParallel(stack));
+        for (PipelineTable t : TABLES.values()) {
+            t.assertIcebergReadsTheModel();
         }
-        changes.add(upsert("item-" + (50 + random.nextInt(40)), attributes, seq));
-      }
-      t.stage(changes);
-      t.merge();
+
+        Map<String, String> conf = new LinkedHashMap<>(readme.confFor(dir.resolve("catalog.db"), server.endpoint()));
+        // Spark writes timestamps in its session's zone; UTC makes them ISO-8601 instants, as Iceberg keeps them.
+        conf.put("spark.sql.session.timeZone", "UTC");
+        conf.put("spark.ui.enabled", "false");
+        conf.put("spark.sql.shuffle.partitions", "2");
+        Map<String, String> queries = new LinkedHashMap<>();
+        TABLES.forEach((name, t) -> queries.put(name, "SELECT * FROM " + t.sparkName()));
+        queries.put("readme", readme.query());
+        queries.put("describe", "DESCRIBE TABLE " + TABLES.get("orders").sparkName());
+        List<String> removals = readmeSql("## Removals");
+        List<String> history = readmeSql("## The change history");
+        assertEquals(1, removals.size(), "SQL blocks in the README's Removals section");
+        assertEquals(2, history.size(), "SQL blocks in the README's change history section");
+        queries.put("live", removals.get(0));
+        queries.put("item history", history.get(0));
+        queries.put("as of", history.get(1));
+        spark = SparkProcess.run(Path.of(System.getProperty("spark.work", dir.toString())), conf, queries);
     }
-    Schema s = t.table().schema();
-    assertEquals(Types.LongType.get(), s.findField("qty").type(), "qty widened");
-    assertEquals(Types.DoubleType.get(), s.findField("ratio").type(), "ratio widened");
-    assertEquals(Types.DecimalType.of(17, 2), s.findField("price").type(), "price widened");
-    assertEquals(Types.LongType.get(), s.findField("m.n").type(), "m.n widened");
-    return t;
-  }
 
-  private static Change upsert(String id, Map<String, DdbValue> attributes, long[] seq) {
-    Map<String, DdbValue> key = Map.of("id", new DdbValue.S(id));
-    Map<String, DdbValue> image = new LinkedHashMap<>(key);
-    image.putAll(attributes);
-    return new Change(key, Operation.MODIFY, image, Long.toString(++seq[0]), 1_764_460_800_000L, false);
-  }
-
-  /**
-   * A new table whose source has items older than the stream (only the export has them), and stream
-   * changes before and after the export, staged; returns the export's location.
-   */
-  private static String stagedAroundAnExport(LocalStack stack, PipelineTable t, long seed, String exportId, int files) {
-    KeyedWorkload w = new KeyedWorkload(seed, 400);
-    List<Change> older = new ArrayList<>(); // older than the stream's 24 hours: only the export has them
-    for (int i = 0; i < 400; i++) {
-      older.add(w.upsert(i, Operation.INSERT));
+    /** The ```sql blocks of the README section under {@code heading}, as printed. */
+    private static List<String> readmeSql(String heading) {
+        String text;
+        try {
+            text = Files.readString(ProjectFiles.root().resolve("README.md"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        int start = text.indexOf("\n" + heading);
+        assertTrue(start >= 0, "the README has a section " + heading);
+        int end = text.indexOf("\n## ", start + heading.length());
+        String section = text.substring(start, end < 0 ? text.length() : end);
+        List<String> blocks = new ArrayList<>();
+        Matcher m = Pattern.compile("```sql\n(.*?)```", Pattern.DOTALL).matcher(section);
+        while (m.find()) {
+            blocks.add(m.group(1).trim());
+        }
+        return blocks;
     }
-    List<Change> before = w.next(300);
-    List<Change> after = w.next(300);
-    ExpectedTable atExport = new ExpectedTable();
-    atExport.apply(older);
-    atExport.apply(before);
-    t.model.apply(older);
-    t.stage(before);
-    t.stage(after);
-    DynamoDbExportFiles exports = new DynamoDbExportFiles(stack.server().newClient(), "local", "exports/");
-    return exports.writeFull(exportId, Instant.now().minusSeconds(60), new ArrayList<>(atExport.items().values()),
-        files);
-  }
 
-  /** An initial load from a DynamoDB export, with the stream before and after it merged. */
-  private static PipelineTable loadedFromAnExport(LocalStack stack) {
-    PipelineTable t = new PipelineTable(stack, "exported", Map.of());
-    String location = stagedAroundAnExport(stack, t, 5, "01764000000000-interop", 3);
-    ExportLoadResult r = new ExportLoader(t.catalog, t.settings.table(), t.store, t.settings.options(),
-        stack.server().newClient()).run(new ExportLoader.Request(ExportLocation.parse(location), List.of("pk", "sk"),
-        Duration.ofMinutes(5), false), Instant.now().plus(Duration.ofMinutes(10)));
-    assertTrue(r.done(), () -> "the export load finished: " + r);
-    t.merge();
-    return t;
-  }
-
-  /**
-   * A parallel export load (issue 21) into an empty table, its steps run one after another here,
-   * then the stream (before and after the export) merged over it.
-   */
-  private static PipelineTable loadedInParallel(LocalStack stack) {
-    PipelineTable t = new PipelineTable(stack, "loaded_in_parallel", Map.of());
-    String location = stagedAroundAnExport(stack, t, 6, "01764000000000-parallel", 4);
-    ParallelExportLoad load = new ParallelExportLoad(t.catalog, t.settings.table(), t.store, t.settings.options(),
-        stack.server().newClient(), 150);
-    ParallelExportLoad.Plan plan = load.plan(new ExportLoader.Request(ExportLocation.parse(location),
-        List.of("pk", "sk"), Duration.ofMinutes(5), false), 3, null);
-    for (ParallelExportLoad.Work work : plan.work()) {
-      load.loadWork(plan.loadId(), work.work());
+    @AfterAll
+    static void stopServer() {
+        if (server != null) {
+            server.close();
+        }
     }
-    for (int g = 0; g < plan.indexGroups(); g++) {
-      load.buildIndex(plan.loadId(), g);
+
+    /**
+     * Orders merged minute by minute, never compacted: readers must apply the position delete files.
+     * Their removals keep marked rows and their changes go to a change history, which the README's
+     * queries read.
+     */
+    private static PipelineTable ordersWithLivePositionDeletes(LocalStack stack) {
+        return orders(
+                stack,
+                "orders",
+                1,
+                Map.of("HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark", "DELETES", "soft"));
     }
-    load.commit(plan.loadId());
-    t.merge();
-    return t;
-  }
 
-  private static void assertSparkSeesTheSource(String name) {
-    PipelineTable t = TABLES.get(name);
-    TableLayout layout = t.layout();
-    var seen = SparkRows.items(spark.get(name).rowsOrFail(), layout);
-    var expected = t.model.items();
-    assertEquals(expected.size(), seen.size(), () -> "rows Spark sees in " + t.sparkName() + "; "
-        + ExpectedTable.diff(expected, seen));
-    assertTrue(expected.equals(seen), () -> "Spark's rows of " + t.sparkName() + " differ from the source: "
-        + ExpectedTable.diff(expected, seen));
-  }
-
-  @Test
-  void sparkSeesTheSourceTableThroughLivePositionDeleteFiles() {
-    assertSparkSeesTheSource("orders");
-  }
-
-  @Test
-  void sparkSeesTheSourceTableAfterCompaction() {
-    assertSparkSeesTheSource("orders_compacted");
-  }
-
-  @Test
-  void sparkSeesTheSourceTableOnFormatV3WithDeletionVectors() {
-    assertSparkSeesTheSource("items_v3");
-  }
-
-  @Test
-  void sparkSeesTheSourceTableAfterSchemaEvolutionAndNumberWidening() {
-    assertSparkSeesTheSource("evolved");
-  }
-
-  @Test
-  void sparkSeesTheSourceTableAfterAnExportLoad() {
-    assertSparkSeesTheSource("exported");
-  }
-
-  @Test
-  void sparkSeesTheSourceTableAfterAParallelExportLoad() {
-    assertSparkSeesTheSource("loaded_in_parallel");
-  }
-
-  @Test
-  void theReadmeQueryHidingRemovedRowsCountsTheSourcesLiveItems() {
-    PipelineTable t = TABLES.get("orders");
-    long marked = t.model.marks().size();
-    assertTrue(marked > 0, "the orders table has rows that removals kept, marked");
-    List<String> rows = spark.get("live").rowsOrFail();
-    assertEquals(1, rows.size(), "rows of the live-orders count");
-    assertEquals(t.model.items().size() - marked, SparkRows.parse(rows.get(0)).path("live_orders").asLong(),
-        "live orders: the table's rows less those removals kept");
-  }
-
-  @Test
-  void theReadmeItemHistoryQueryReturnsEveryChangeOfTheItemInOrder() {
-    Map<String, DdbValue> key = Map.of("customer_id", new DdbValue.S("C-00001"), "order_id", new DdbValue.N("100003"));
-    List<Change> expected = TABLES.get("orders").streamed.stream().filter(c -> c.keys().equals(key))
-        .sorted((a, b) -> dev.ddb2iceberg.model.SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber())).toList();
-    List<String> rows = spark.get("item history").rowsOrFail();
-    assertTrue(expected.size() > 3, "the README's item is changed often: " + expected.size());
-    assertEquals(expected.size(), rows.size(), "changes of " + key + " in the history: " + rows);
-    for (int i = 0; i < rows.size(); i++) {
-      JsonNode row = SparkRows.parse(rows.get(i));
-      Change c = expected.get(i);
-      String at = "change " + i + " of " + key + ": " + rows.get(i);
-      assertEquals(c.operation().name(), row.path("_ddb_op").asText(), at);
-      assertEquals(dev.ddb2iceberg.model.SequenceNumbers.pad(c.sequenceNumber()), row.path("_ddb_seq").asText(), at);
-      assertEquals(c.ttlExpiry(), row.path("_ddb_ttl").asBoolean(), at);
-      assertEquals(Instant.ofEpochMilli(c.approximateCreationMillis()), OffsetDateTime.parse(row.path("_ddb_time").asText()).toInstant(), at);
-      if (c.newImage() == null) {
-        assertTrue(row.path("status").isMissingNode() || row.path("status").isNull(), at);
-      } else {
-        assertEquals(((DdbValue.S) c.newImage().get("status")).value(), row.path("status").asText(), at);
-        assertEquals(((DdbValue.N) c.newImage().get("version")).text(), row.path("version").asText(), at);
-      }
+    private static PipelineTable orders(LocalStack stack, String name, long seed, Map<String, String> settings) {
+        // Merges that give touched files deletes instead of folding them (REWRITE_FILES_BELOW_BYTES=0),
+        // so Spark meets position deletes carried from merge to merge (one file per data file), and
+        // compaction has files to rewrite. The other tables fold, as merges do by default.
+        Map<String, String> unfolded = new HashMap<>(settings);
+        unfolded.put("REWRITE_FILES_BELOW_BYTES", "0");
+        PipelineTable t = new PipelineTable(stack, name, unfolded);
+        OrderWorkload workload = new OrderWorkload(seed, 400);
+        for (int minute = 0; minute < 4; minute++) {
+            for (OrderWorkload.ShardChanges shard : workload.minute(1_000, 4_000)) {
+                t.stage(shard.changes());
+            }
+            t.merge();
+        }
+        assertTrue(t.summary("total-position-deletes") > 0, "the orders table has live position deletes");
+        return t;
     }
-  }
 
-  @Test
-  void theReadmeAsOfQueryReturnsTheSourceTableAsItWasThen() {
-    String query = readmeSql("## The change history").get(1);
-    Matcher m = Pattern.compile("TIMESTAMP '([^']+)'").matcher(query);
-    assertTrue(m.find(), "the as-of query names a time: " + query);
-    long then = Instant.parse(m.group(1)).toEpochMilli();
-    List<Change> upToThen = TABLES.get("orders").streamed.stream().filter(c -> c.approximateCreationMillis() <= then)
-        .toList();
-    assertTrue(upToThen.size() > 100 && upToThen.size() < TABLES.get("orders").streamed.size(),
-        "the README's time falls inside the workload: " + upToThen.size() + " changes before it");
-    ExpectedTable asOf = new ExpectedTable();
-    asOf.apply(upToThen); // as DynamoDB held it then
-    Map<String, String> expected = new TreeMap<>();
-    asOf.items().forEach((k, item) -> expected.put(((DdbValue.S) k.get("customer_id")).value() + "/"
-        + ((DdbValue.N) k.get("order_id")).text(), ((DdbValue.S) item.get("status")).value() + " v"
-        + ((DdbValue.N) item.get("version")).text()));
-    Map<String, String> seen = new TreeMap<>();
-    for (String line : spark.get("as of").rowsOrFail()) {
-      JsonNode row = SparkRows.parse(line);
-      seen.put(row.path("customer_id").asText() + "/" + row.path("order_id").asText(),
-          row.path("status").asText() + " v" + row.path("version").asText());
+    /** The same kind of table after maintenance compacted it: deletes applied, files rewritten. */
+    private static PipelineTable ordersCompacted(LocalStack stack) {
+        PipelineTable t = orders(stack, "orders_compacted", 2, Map.of());
+        MaintenanceResult r = t.compact();
+        assertTrue(r.compaction().filesRewritten() > 0, () -> "compaction rewrote files: " + r);
+        assertEquals(0, t.summary("total-delete-files"), "no delete file is left after compaction");
+        return t;
     }
-    assertEquals(expected, seen, "the table as of " + m.group(1));
-  }
 
-  @Test
-  void theReadmeQueryRunsAsPrintedAndReturnsSourceValues() {
-    List<String> rows = spark.get("readme").rowsOrFail();
-    var source = TABLES.get("orders").model.items();
-    assertEquals(Math.min(10, source.size()), rows.size(), "rows of the README's LIMIT 10 query");
-    for (String line : rows) {
-      JsonNode row = SparkRows.parse(line);
-      Map<String, DdbValue> key = Map.of("customer_id", new DdbValue.S(row.path("customer_id").asText()),
-          "order_id", new DdbValue.N(row.path("order_id").asText()));
-      Map<String, DdbValue> item = source.get(key);
-      assertTrue(item != null, () -> "the README query returned an item the source does not have: " + line);
-      assertEquals(item.get("status"), new DdbValue.S(row.path("status").asText()), () -> "status of " + key);
-      assertTrue(row.hasNonNull("_ddb_time"), () -> "_ddb_time of " + key);
+    /** Format v3: replaced and removed rows are deletion vectors in Puffin files. */
+    private static PipelineTable itemsWithDeletionVectors(LocalStack stack) {
+        PipelineTable t = new PipelineTable(stack, "items_v3", Map.of("TABLE_FORMAT_VERSION", "3"));
+        KeyedWorkload workload = new KeyedWorkload(3, 300);
+        List<Change> first = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            first.add(workload.upsert(i, Operation.INSERT));
+        }
+        t.stage(first);
+        t.merge();
+        for (int run = 0; run < 3; run++) {
+            t.stage(workload.next(400));
+            t.merge();
+        }
+        assertEquals(3, TableUtil.formatVersion(t.table()));
+        assertTrue(deletionVectors(t) > 0, "the v3 table has live deletion vectors");
+        return t;
     }
-  }
 
-  @Test
-  void sparksDescribeShowsTheColumnDocs() {
-    Map<String, String> comments = new HashMap<>();
-    for (String line : spark.get("describe").rowsOrFail()) {
-      JsonNode row = SparkRows.parse(line);
-      comments.putIfAbsent(row.path("col_name").asText(), row.path("comment").asText(null));
+    private static long deletionVectors(PipelineTable t) {
+        long n = 0;
+        try (CloseableIterable<FileScanTask> tasks = t.table().newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                n += task.deletes().stream()
+                        .filter(d -> d.content() == FileContent.POSITION_DELETES
+                                && d.format().name().equals("PUFFIN"))
+                        .count();
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return n;
     }
-    Schema schema = TABLES.get("orders").table().schema();
-    int documented = 0;
-    for (Types.NestedField column : schema.columns()) {
-      assertTrue(comments.containsKey(column.name()), () -> "DESCRIBE lists " + column.name() + ": " + comments);
-      if (column.doc() != null) {
-        documented++;
-        assertEquals(column.doc(), comments.get(column.name()), "DESCRIBE's comment on " + column.name());
-      }
-    }
-    assertTrue(documented >= 3, "the metadata columns at least carry docs: " + schema);
-  }
 
-  @Test
-  void theReadmeNamesThePackagesSparkRunsWithAndTheSettingsUpPrints() {
-    String classpath = SparkProcess.classpath();
-    for (String coordinate : readme.packages()) {
-      String[] gav = coordinate.split(":");
-      String jar = "/" + gav[0].replace('.', '/') + "/" + gav[1] + "/" + gav[2] + "/" + gav[1] + "-" + gav[2] + ".jar";
-      assertTrue(classpath.contains(jar), () -> "the README's package " + coordinate
-          + " is not what the Spark test runs with (interop/spark-reader/pom.xml); classpath: " + classpath);
+    /**
+     * A schema that grew over twenty merges (attributes of every type and depth appearing), with
+     * int, float and narrow decimal columns that later values widened (int to long, float to double,
+     * decimal(12,2) to decimal(17,2)), while rows written before the widening stay in their files.
+     */
+    private static PipelineTable evolvedWithWidenedNumbers(LocalStack stack) {
+        PipelineTable t = new PipelineTable(
+                stack, "evolved", Map.of("COLUMN_TYPES", "price=decimal(12,2)", "PARTITION_SPEC", "none"));
+        Random random = new Random(4);
+        RandomValues values = new RandomValues(random);
+        long[] seq = {800_000_000_000_000_000L};
+        List<Change> first = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            first.add(upsert("item-" + i, Map.of("price", new DdbValue.N(i + ".25")), seq));
+        }
+        t.stage(first);
+        t.merge();
+        // int and float columns, as another engine might have made them
+        t.table()
+                .updateSchema()
+                .addColumn("qty", Types.IntegerType.get())
+                .addColumn("ratio", Types.FloatType.get())
+                .addColumn("m", Types.StructType.of(Types.NestedField.optional(9001, "n", Types.IntegerType.get())))
+                .commit();
+        List<Change> small = new ArrayList<>();
+        for (int i = 0; i < 50; i += 2) {
+            small.add(upsert(
+                    "item-" + i,
+                    Map.of(
+                            "price",
+                            new DdbValue.N("7.5"),
+                            "qty",
+                            new DdbValue.N(Integer.toString(i)),
+                            "ratio",
+                            new DdbValue.N("0.5"),
+                            "m",
+                            new DdbValue.M(Map.of("n", new DdbValue.N("12"))),
+                            "note",
+                            values.any(2)),
+                    seq));
+        }
+        t.stage(small);
+        t.merge();
+        List<Change> big = new ArrayList<>();
+        for (int i = 0; i < 50; i += 5) {
+            big.add(upsert(
+                    "item-" + i,
+                    Map.of(
+                            "price",
+                            new DdbValue.N("123456789012345.25"),
+                            "qty",
+                            new DdbValue.N("3000000000"),
+                            "ratio",
+                            new DdbValue.N("0.123456789"),
+                            "m",
+                            new DdbValue.M(Map.of("n", new DdbValue.N("-3000000000")))),
+                    seq));
+        }
+        t.stage(big);
+        t.merge();
+        for (int run = 0; run < 17; run++) {
+            List<Change> changes = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                Map<String, DdbValue> attributes = new LinkedHashMap<>();
+                for (int a = random.nextInt(5); a > 0; a--) {
+                    attributes.put("a" + random.nextInt(15), values.any(1 + random.nextInt(4)));
+                }
+                changes.add(upsert("item-" + (50 + random.nextInt(40)), attributes, seq));
+            }
+            t.stage(changes);
+            t.merge();
+        }
+        Schema s = t.table().schema();
+        assertEquals(Types.LongType.get(), s.findField("qty").type(), "qty widened");
+        assertEquals(Types.DoubleType.get(), s.findField("ratio").type(), "ratio widened");
+        assertEquals(Types.DecimalType.of(17, 2), s.findField("price").type(), "price widened");
+        assertEquals(Types.LongType.get(), s.findField("m.n").type(), "m.n widened");
+        return t;
     }
-    Map<String, String> printedByUp = new LocalStack(server, "local", dir).sparkSettings();
-    assertEquals(printedByUp, readme.confFor(dir.resolve("catalog.db"), server.endpoint()),
-        "the Spark settings `./ddb2iceberg up` prints and the README's");
-  }
+
+    private static Change upsert(String id, Map<String, DdbValue> attributes, long[] seq) {
+        Map<String, DdbValue> key = Map.of("id", new DdbValue.S(id));
+        Map<String, DdbValue> image = new LinkedHashMap<>(key);
+        image.putAll(attributes);
+        return new Change(key, Operation.MODIFY, image, Long.toString(++seq[0]), 1_764_460_800_000L, false);
+    }
+
+    /**
+     * A new table whose source has items older than the stream (only the export has them), and stream
+     * changes before and after the export, staged; returns the export's location.
+     */
+    private static String stagedAroundAnExport(
+            LocalStack stack, PipelineTable t, long seed, String exportId, int files) {
+        KeyedWorkload w = new KeyedWorkload(seed, 400);
+        List<Change> older = new ArrayList<>(); // older than the stream's 24 hours: only the export has them
+        for (int i = 0; i < 400; i++) {
+            older.add(w.upsert(i, Operation.INSERT));
+        }
+        List<Change> before = w.next(300);
+        List<Change> after = w.next(300);
+        ExpectedTable atExport = new ExpectedTable();
+        atExport.apply(older);
+        atExport.apply(before);
+        t.model.apply(older);
+        t.stage(before);
+        t.stage(after);
+        DynamoDbExportFiles exports = new DynamoDbExportFiles(stack.server().newClient(), "local", "exports/");
+        return exports.writeFull(
+                exportId,
+                Instant.now().minusSeconds(60),
+                new ArrayList<>(atExport.items().values()),
+                files);
+    }
+
+    /** An initial load from a DynamoDB export, with the stream before and after it merged. */
+    private static PipelineTable loadedFromAnExport(LocalStack stack) {
+        PipelineTable t = new PipelineTable(stack, "exported", Map.of());
+        String location = stagedAroundAnExport(stack, t, 5, "01764000000000-interop", 3);
+        ExportLoadResult r = new ExportLoader(
+                        t.catalog,
+                        t.settings.table(),
+                        t.store,
+                        t.settings.options(),
+                        stack.server().newClient())
+                .run(
+                        new ExportLoader.Request(
+                                ExportLocation.parse(location), List.of("pk", "sk"), Duration.ofMinutes(5), false),
+                        Instant.now().plus(Duration.ofMinutes(10)));
+        assertTrue(r.done(), () -> "the export load finished: " + r);
+        t.merge();
+        return t;
+    }
+
+    /**
+     * A parallel export load (issue 21) into an empty table, its steps run one after another here,
+     * then the stream (before and after the export) merged over it.
+     */
+    private static PipelineTable loadedInParallel(LocalStack stack) {
+        PipelineTable t = new PipelineTable(stack, "loaded_in_parallel", Map.of());
+        String location = stagedAroundAnExport(stack, t, 6, "01764000000000-parallel", 4);
+        ParallelExportLoad load = new ParallelExportLoad(
+                t.catalog,
+                t.settings.table(),
+                t.store,
+                t.settings.options(),
+                stack.server().newClient(),
+                150);
+        ParallelExportLoad.Plan plan = load.plan(
+                new ExportLoader.Request(
+                        ExportLocation.parse(location), List.of("pk", "sk"), Duration.ofMinutes(5), false),
+                3,
+                null);
+        for (ParallelExportLoad.Work work : plan.work()) {
+            load.loadWork(plan.loadId(), work.work());
+        }
+        for (int g = 0; g < plan.indexGroups(); g++) {
+            load.buildIndex(plan.loadId(), g);
+        }
+        load.commit(plan.loadId());
+        t.merge();
+        return t;
+    }
+
+    private static void assertSparkSeesTheSource(String name) {
+        PipelineTable t = TABLES.get(name);
+        TableLayout layout = t.layout();
+        var seen = SparkRows.items(spark.get(name).rowsOrFail(), layout);
+        var expected = t.model.items();
+        assertEquals(
+                expected.size(),
+                seen.size(),
+                () -> "rows Spark sees in " + t.sparkName() + "; " + ExpectedTable.diff(expected, seen));
+        assertTrue(
+                expected.equals(seen),
+                () -> "Spark's rows of " + t.sparkName() + " differ from the source: "
+                        + ExpectedTable.diff(expected, seen));
+    }
+
+    @Test
+    void sparkSeesTheSourceTableThroughLivePositionDeleteFiles() {
+        assertSparkSeesTheSource("orders");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableAfterCompaction() {
+        assertSparkSeesTheSource("orders_compacted");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableOnFormatV3WithDeletionVectors() {
+        assertSparkSeesTheSource("items_v3");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableAfterSchemaEvolutionAndNumberWidening() {
+        assertSparkSeesTheSource("evolved");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableAfterAnExportLoad() {
+        assertSparkSeesTheSource("exported");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableAfterAParallelExportLoad() {
+        assertSparkSeesTheSource("loaded_in_parallel");
+    }
+
+    @Test
+    void theReadmeQueryHidingRemovedRowsCountsTheSourcesLiveItems() {
+        PipelineTable t = TABLES.get("orders");
+        long marked = t.model.marks().size();
+        assertTrue(marked > 0, "the orders table has rows that removals kept, marked");
+        List<String> rows = spark.get("live").rowsOrFail();
+        assertEquals(1, rows.size(), "rows of the live-orders count");
+        assertEquals(
+                t.model.items().size() - marked,
+                SparkRows.parse(rows.get(0)).path("live_orders").asLong(),
+                "live orders: the table's rows less those removals kept");
+    }
+
+    @Test
+    void theReadmeItemHistoryQueryReturnsEveryChangeOfTheItemInOrder() {
+        Map<String, DdbValue> key =
+                Map.of("customer_id", new DdbValue.S("C-00001"), "order_id", new DdbValue.N("100003"));
+        List<Change> expected = TABLES.get("orders").streamed.stream()
+                .filter(c -> c.keys().equals(key))
+                .sorted((a, b) -> dev.ddb2iceberg.model.SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()))
+                .toList();
+        List<String> rows = spark.get("item history").rowsOrFail();
+        assertTrue(expected.size() > 3, "the README's item is changed often: " + expected.size());
+        assertEquals(expected.size(), rows.size(), "changes of " + key + " in the history: " + rows);
+        for (int i = 0; i < rows.size(); i++) {
+            JsonNode row = SparkRows.parse(rows.get(i));
+            Change c = expected.get(i);
+            String at = "change " + i + " of " + key + ": " + rows.get(i);
+            assertEquals(c.operation().name(), row.path("_ddb_op").asText(), at);
+            assertEquals(
+                    dev.ddb2iceberg.model.SequenceNumbers.pad(c.sequenceNumber()),
+                    row.path("_ddb_seq").asText(),
+                    at);
+            assertEquals(c.ttlExpiry(), row.path("_ddb_ttl").asBoolean(), at);
+            assertEquals(
+                    Instant.ofEpochMilli(c.approximateCreationMillis()),
+                    OffsetDateTime.parse(row.path("_ddb_time").asText()).toInstant(),
+                    at);
+            if (c.newImage() == null) {
+                assertTrue(
+                        row.path("status").isMissingNode() || row.path("status").isNull(), at);
+            } else {
+                assertEquals(
+                        ((DdbValue.S) c.newImage().get("status")).value(),
+                        row.path("status").asText(),
+                        at);
+                assertEquals(
+                        ((DdbValue.N) c.newImage().get("version")).text(),
+                        row.path("version").asText(),
+                        at);
+            }
+        }
+    }
+
+    @Test
+    void theReadmeAsOfQueryReturnsTheSourceTableAsItWasThen() {
+        String query = readmeSql("## The change history").get(1);
+        Matcher m = Pattern.compile("TIMESTAMP '([^']+)'").matcher(query);
+        assertTrue(m.find(), "the as-of query names a time: " + query);
+        long then = Instant.parse(m.group(1)).toEpochMilli();
+        List<Change> upToThen = TABLES.get("orders").streamed.stream()
+                .filter(c -> c.approximateCreationMillis() <= then)
+                .toList();
+        assertTrue(
+                upToThen.size() > 100
+                        && upToThen.size() < TABLES.get("orders").streamed.size(),
+                "the README's time falls inside the workload: " + upToThen.size() + " changes before it");
+        ExpectedTable asOf = new ExpectedTable();
+        asOf.apply(upToThen); // as DynamoDB held it then
+        Map<String, String> expected = new TreeMap<>();
+        asOf.items()
+                .forEach((k, item) -> expected.put(
+                        ((DdbValue.S) k.get("customer_id")).value() + "/" + ((DdbValue.N) k.get("order_id")).text(),
+                        ((DdbValue.S) item.get("status")).value() + " v" + ((DdbValue.N) item.get("version")).text()));
+        Map<String, String> seen = new TreeMap<>();
+        for (String line : spark.get("as of").rowsOrFail()) {
+            JsonNode row = SparkRows.parse(line);
+            seen.put(
+                    row.path("customer_id").asText() + "/"
+                            + row.path("order_id").asText(),
+                    row.path("status").asText() + " v" + row.path("version").asText());
+        }
+        assertEquals(expected, seen, "the table as of " + m.group(1));
+    }
+
+    @Test
+    void theReadmeQueryRunsAsPrintedAndReturnsSourceValues() {
+        List<String> rows = spark.get("readme").rowsOrFail();
+        var source = TABLES.get("orders").model.items();
+        assertEquals(Math.min(10, source.size()), rows.size(), "rows of the README's LIMIT 10 query");
+        for (String line : rows) {
+            JsonNode row = SparkRows.parse(line);
+            Map<String, DdbValue> key = Map.of(
+                    "customer_id",
+                    new DdbValue.S(row.path("customer_id").asText()),
+                    "order_id",
+                    new DdbValue.N(row.path("order_id").asText()));
+            Map<String, DdbValue> item = source.get(key);
+            assertTrue(item != null, () -> "the README query returned an item the source does not have: " + line);
+            assertEquals(item.get("status"), new DdbValue.S(row.path("status").asText()), () -> "status of " + key);
+            assertTrue(row.hasNonNull("_ddb_time"), () -> "_ddb_time of " + key);
+        }
+    }
+
+    @Test
+    void sparksDescribeShowsTheColumnDocs() {
+        Map<String, String> comments = new HashMap<>();
+        for (String line : spark.get("describe").rowsOrFail()) {
+            JsonNode row = SparkRows.parse(line);
+            comments.putIfAbsent(
+                    row.path("col_name").asText(), row.path("comment").asText(null));
+        }
+        Schema schema = TABLES.get("orders").table().schema();
+        int documented = 0;
+        for (Types.NestedField column : schema.columns()) {
+            assertTrue(comments.containsKey(column.name()), () -> "DESCRIBE lists " + column.name() + ": " + comments);
+            if (column.doc() != null) {
+                documented++;
+                assertEquals(column.doc(), comments.get(column.name()), "DESCRIBE's comment on " + column.name());
+            }
+        }
+        assertTrue(documented >= 3, "the metadata columns at least carry docs: " + schema);
+    }
+
+    @Test
+    void theReadmeNamesThePackagesSparkRunsWithAndTheSettingsUpPrints() {
+        String classpath = SparkProcess.classpath();
+        for (String coordinate : readme.packages()) {
+            String[] gav = coordinate.split(":");
+            String jar =
+                    "/" + gav[0].replace('.', '/') + "/" + gav[1] + "/" + gav[2] + "/" + gav[1] + "-" + gav[2] + ".jar";
+            assertTrue(
+                    classpath.contains(jar),
+                    () -> "the README's package " + coordinate
+                            + " is not what the Spark test runs with (interop/spark-reader/pom.xml); classpath: "
+                            + classpath);
+        }
+        Map<String, String> printedByUp = new LocalStack(server, "local", dir).sparkSettings();
+        assertEquals(
+                printedByUp,
+                readme.confFor(dir.resolve("catalog.db"), server.endpoint()),
+                "the Spark settings `./ddb2iceberg up` prints and the README's");
+    }
 }

@@ -13,56 +13,56 @@ import java.nio.charset.StandardCharsets;
  * the original streams in {@link Main#main}, so they are unaffected.
  */
 final class FunctionStreams implements AutoCloseable {
-  private final PrintStream previousOut = System.out;
-  private final PrintStream previousErr = System.err;
+    private final PrintStream previousOut = System.out;
+    private final PrintStream previousErr = System.err;
 
-  private FunctionStreams(PrintStream out, PrintStream err) {
-    System.setOut(out);
-    System.setErr(err);
-  }
+    private FunctionStreams(PrintStream out, PrintStream err) {
+        System.setOut(out);
+        System.setErr(err);
+    }
 
-  /** Until closed, what functions print on standard output goes to {@code out}, standard error to {@code err}. */
-  static FunctionStreams redirect(PrintStream out, PrintStream err) {
-    return new FunctionStreams(out, err);
-  }
+    /** Until closed, what functions print on standard output goes to {@code out}, standard error to {@code err}. */
+    static FunctionStreams redirect(PrintStream out, PrintStream err) {
+        return new FunctionStreams(out, err);
+    }
 
-  /** A stream that hands whole lines to {@code target}. */
-  static PrintStream lines(PrintWriter target) {
-    return new PrintStream(new LineForwarder(target), true, StandardCharsets.UTF_8);
-  }
-
-  @Override
-  public void close() {
-    System.out.flush();
-    System.err.flush();
-    System.setOut(previousOut);
-    System.setErr(previousErr);
-  }
-
-  /** Bytes to a writer, a line at a time (so multi-byte characters are decoded whole). */
-  private static final class LineForwarder extends OutputStream {
-    private final PrintWriter target;
-    private final ByteArrayOutputStream line = new ByteArrayOutputStream();
-
-    LineForwarder(PrintWriter target) {
-      this.target = target;
+    /** A stream that hands whole lines to {@code target}. */
+    static PrintStream lines(PrintWriter target) {
+        return new PrintStream(new LineForwarder(target), true, StandardCharsets.UTF_8);
     }
 
     @Override
-    public synchronized void write(int b) {
-      line.write(b);
-      if (b == '\n') {
-        flush();
-      }
+    public void close() {
+        System.out.flush();
+        System.err.flush();
+        System.setOut(previousOut);
+        System.setErr(previousErr);
     }
 
-    @Override
-    public synchronized void flush() {
-      if (line.size() > 0) {
-        target.print(line.toString(StandardCharsets.UTF_8));
-        target.flush();
-        line.reset();
-      }
+    /** Bytes to a writer, a line at a time (so multi-byte characters are decoded whole). */
+    private static final class LineForwarder extends OutputStream {
+        private final PrintWriter target;
+        private final ByteArrayOutputStream line = new ByteArrayOutputStream();
+
+        LineForwarder(PrintWriter target) {
+            this.target = target;
+        }
+
+        @Override
+        public synchronized void write(int b) {
+            line.write(b);
+            if (b == '\n') {
+                flush();
+            }
+        }
+
+        @Override
+        public synchronized void flush() {
+            if (line.size() > 0) {
+                target.print(line.toString(StandardCharsets.UTF_8));
+                target.flush();
+                line.reset();
+            }
+        }
     }
-  }
 }

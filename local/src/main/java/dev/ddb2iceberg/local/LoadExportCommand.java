@@ -1,13 +1,13 @@
 package dev.ddb2iceberg.local;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.embedded.LocalContext;
+import dev.ddb2iceberg.testkit.InProcessExportLoad;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -23,107 +23,139 @@ import picocli.CommandLine.Parameters;
  * With {@code --parallel N}, runs the export-load state machine's steps instead, in process, with N
  * workers at once (see {@link InProcessExportLoad}), through the ExportLoad function.
  */
-@Command(name = "load-export", mixinStandardHelpOptions = true,
-    description = "Load a DynamoDB export (DYNAMODB_JSON) into the table through the Merger function, resumably.")
+@Command(
+        name = "load-export",
+        mixinStandardHelpOptions = true,
+        description = "Load a DynamoDB export (DYNAMODB_JSON) into the table through the Merger function, resumably.")
 final class LoadExportCommand implements Callable<Integer> {
-  private static final ObjectMapper JSON = new ObjectMapper();
-  /** Each local invocation gets this long, like a Lambda timeout, so progress shows between them. */
-  private static final int INVOCATION_SECONDS = 90;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Each local invocation gets this long, like a Lambda timeout, so progress shows between them. */
+    private static final int INVOCATION_SECONDS = 90;
 
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
-  @Parameters(index = "0", paramLabel = "EXPORT", description = "the export's folder, s3://<bucket>/<prefix>AWSDynamoDB/<ExportId>/")
-  String export;
+    @Parameters(
+            index = "0",
+            paramLabel = "EXPORT",
+            description = "the export's folder, s3://<bucket>/<prefix>AWSDynamoDB/<ExportId>/")
+    String export;
 
-  @Option(names = "--keys", split = ",", paramLabel = "PK[,SK]",
-      description = "the source table's key attributes; needed only when the Iceberg table does not exist yet")
-  List<String> keys;
+    @Option(
+            names = "--keys",
+            split = ",",
+            paramLabel = "PK[,SK]",
+            description = "the source table's key attributes; needed only when the Iceberg table does not exist yet")
+    List<String> keys;
 
-  @Option(names = "--margin-minutes", defaultValue = "5", description = "how far before the export time the staged stream must reach (default: ${DEFAULT-VALUE})")
-  int marginMinutes;
+    @Option(
+            names = "--margin-minutes",
+            defaultValue = "5",
+            description = "how far before the export time the staged stream must reach (default: ${DEFAULT-VALUE})")
+    int marginMinutes;
 
-  @Option(names = "--skip-hand-off-check", description = "load although no staged stream change shows that the stream covers the export time")
-  boolean skipHandOffCheck;
+    @Option(
+            names = "--skip-hand-off-check",
+            description = "load although no staged stream change shows that the stream covers the export time")
+    boolean skipHandOffCheck;
 
-  @Option(names = "--parallel", paramLabel = "N",
-      description = "load a full export with N workers at once, as the export-load state machine does (one commit"
-          + " at the end; merges wait meanwhile), instead of chunk by chunk through the Merger")
-  Integer parallel;
+    @Option(
+            names = "--parallel",
+            paramLabel = "N",
+            description = "load a full export with N workers at once, as the export-load state machine does (one commit"
+                    + " at the end; merges wait meanwhile), instead of chunk by chunk through the Merger")
+    Integer parallel;
 
-  @CommandLine.Mixin LocalStackOptions stack;
+    @CommandLine.Mixin
+    LocalStackOptions stack;
 
-  @Override
-  public Integer call() throws Exception {
-    if (parallel != null) {
-      return parallel();
+    @Override
+    public Integer call() throws Exception {
+        if (parallel != null) {
+            return parallel();
+        }
+        SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
+        Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
+        ObjectNode input = input("loadExport");
+        PrintWriter out = spec.commandLine().getOut();
+        // What the function prints on its stdout (JSON logs with LOG_FORMAT=json) is not this command's output.
+        try (FunctionStreams redirected = FunctionStreams.redirect(
+                FunctionStreams.lines(spec.commandLine().getErr()), System.err)) {
+            Object handler = LocalInvoker.newHandler(function.handler(), env);
+            for (int invocation = 1; ; invocation++) {
+                JsonNode result;
+                try {
+                    result = JSON.readTree(LocalInvoker.invoke(
+                            handler,
+                            JSON.writeValueAsBytes(input),
+                            new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
+                } catch (IllegalArgumentException | IllegalStateException refused) {
+                    throw new UserError(LocalInvoker.rootMessage(refused));
+                }
+                out.printf(
+                        "invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
+                                + " the stream%n",
+                        invocation,
+                        result.path("itemsLoaded").asLong(),
+                        result.path("itemsInExport").asLong(),
+                        result.path("filesDone").asInt(),
+                        result.path("files").asInt(),
+                        result.path("skipped").asLong());
+                out.flush();
+                if (result.path("done").asBoolean()) {
+                    out.println(result.path("note").asText());
+                    return 0;
+                }
+            }
+        }
     }
-    SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
-    Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
-    ObjectNode input = input("loadExport");
-    PrintWriter out = spec.commandLine().getOut();
-    // What the function prints on its stdout (JSON logs with LOG_FORMAT=json) is not this command's output.
-    try (FunctionStreams redirected = FunctionStreams.redirect(FunctionStreams.lines(spec.commandLine().getErr()),
-        System.err)) {
-      Object handler = LocalInvoker.newHandler(function.handler(), env);
-      for (int invocation = 1; ; invocation++) {
-        JsonNode result;
-        try {
-          result = JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(input),
-              new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
+
+    /** The function's input: the export's folder under {@code exportField}, and the options given. */
+    private ObjectNode input(String exportField) {
+        ObjectNode input = JSON.createObjectNode()
+                .put(exportField, export)
+                .put("marginMinutes", marginMinutes)
+                .put("skipHandOffCheck", skipHandOffCheck);
+        if (keys != null && !keys.isEmpty()) {
+            keys.forEach(input.putArray("keys")::add);
+        }
+        return input;
+    }
+
+    /** The state machine's steps, in process, through the ExportLoad function. */
+    private int parallel() throws Exception {
+        if (parallel < 1) {
+            throw new UserError("--parallel " + parallel + ": give the number of workers, 1 or more.");
+        }
+        SamTemplate.Function function = SamTemplate.read(stack.template).function("ExportLoad");
+        Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
+        ObjectNode input = input("export");
+        PrintWriter out = spec.commandLine().getOut();
+        try (FunctionStreams redirected = FunctionStreams.redirect(
+                FunctionStreams.lines(spec.commandLine().getErr()), System.err)) {
+            Object handler = LocalInvoker.newHandler(function.handler(), env);
+            JsonNode result = new InProcessExportLoad(
+                            step -> {
+                                try {
+                                    return JSON.readTree(LocalInvoker.invoke(
+                                            handler,
+                                            JSON.writeValueAsBytes(step),
+                                            new LocalContext("ExportLoad", 4096, 900)));
+                                } catch (IOException e) {
+                                    throw new UncheckedIOException(e);
+                                }
+                            },
+                            line -> {
+                                synchronized (out) {
+                                    out.println(line);
+                                    out.flush();
+                                }
+                            })
+                    .run(input, parallel);
+            out.println(result.path("note").asText());
+            return 0;
         } catch (IllegalArgumentException | IllegalStateException refused) {
-          throw new UserError(LocalInvoker.rootMessage(refused));
+            throw new UserError(LocalInvoker.rootMessage(refused));
         }
-        out.printf("invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
-            + " the stream%n", invocation, result.path("itemsLoaded").asLong(), result.path("itemsInExport").asLong(),
-            result.path("filesDone").asInt(), result.path("files").asInt(), result.path("skipped").asLong());
-        out.flush();
-        if (result.path("done").asBoolean()) {
-          out.println(result.path("note").asText());
-          return 0;
-        }
-      }
     }
-  }
-
-  /** The function's input: the export's folder under {@code exportField}, and the options given. */
-  private ObjectNode input(String exportField) {
-    ObjectNode input = JSON.createObjectNode().put(exportField, export).put("marginMinutes", marginMinutes)
-        .put("skipHandOffCheck", skipHandOffCheck);
-    if (keys != null && !keys.isEmpty()) {
-      keys.forEach(input.putArray("keys")::add);
-    }
-    return input;
-  }
-
-  /** The state machine's steps, in process, through the ExportLoad function. */
-  private int parallel() throws Exception {
-    if (parallel < 1) {
-      throw new UserError("--parallel " + parallel + ": give the number of workers, 1 or more.");
-    }
-    SamTemplate.Function function = SamTemplate.read(stack.template).function("ExportLoad");
-    Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
-    ObjectNode input = input("export");
-    PrintWriter out = spec.commandLine().getOut();
-    try (FunctionStreams redirected = FunctionStreams.redirect(FunctionStreams.lines(spec.commandLine().getErr()),
-        System.err)) {
-      Object handler = LocalInvoker.newHandler(function.handler(), env);
-      JsonNode result = new InProcessExportLoad(step -> {
-        try {
-          return JSON.readTree(LocalInvoker.invoke(handler, JSON.writeValueAsBytes(step),
-              new LocalContext("ExportLoad", 4096, 900)));
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      }, line -> {
-        synchronized (out) {
-          out.println(line);
-          out.flush();
-        }
-      }).run(input, parallel);
-      out.println(result.path("note").asText());
-      return 0;
-    } catch (IllegalArgumentException | IllegalStateException refused) {
-      throw new UserError(LocalInvoker.rootMessage(refused));
-    }
-  }
 }

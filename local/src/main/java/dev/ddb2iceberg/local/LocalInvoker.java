@@ -26,87 +26,90 @@ import java.util.Map;
  * no-argument constructor Lambda uses reads the real environment instead.
  */
 final class LocalInvoker {
-  private LocalInvoker() {}
+    private LocalInvoker() {}
 
-  static Object newHandler(String handler, Map<String, String> env) {
-    String className = handler.contains("::") ? handler.substring(0, handler.indexOf("::")) : handler;
-    Class<?> type;
-    try {
-      type = Class.forName(className);
-    } catch (ClassNotFoundException e) {
-      throw new UserError("handler class " + className + " is not on the local runtime's classpath");
-    }
-    try {
-      try {
-        Constructor<?> withEnv = type.getConstructor(Environment.class);
-        return withEnv.newInstance(new Environment(env));
-      } catch (NoSuchMethodException noEnvConstructor) {
-        return type.getConstructor().newInstance();
-      }
-    } catch (InvocationTargetException e) {
-      Throwable cause = e.getCause();
-      throw new UserError("function failed to start (init error): " + cause.getMessage());
-    } catch (ReflectiveOperationException e) {
-      throw new UserError("cannot create handler " + className + ": " + e);
-    }
-  }
-
-  /** Invokes the handler on the event's JSON; returns the response's JSON. */
-  @SuppressWarnings({"unchecked", "rawtypes"})
-  static byte[] invoke(Object handler, byte[] event, Context context) throws IOException {
-    if (handler instanceof RequestStreamHandler stream) {
-      ByteArrayOutputStream out = new ByteArrayOutputStream();
-      stream.handleRequest(new ByteArrayInputStream(event), out, context);
-      return out.toByteArray();
-    }
-    if (!(handler instanceof RequestHandler requestHandler)) {
-      throw new UserError(handler.getClass().getName() + " implements neither RequestHandler nor RequestStreamHandler");
-    }
-    Class<?>[] io = requestHandlerTypes(handler.getClass());
-    Object input;
-    try {
-      input = serializer(io[0]).fromJson(new ByteArrayInputStream(event));
-    } catch (RuntimeException e) {
-      throw new UserError("the event is not a valid " + io[0].getSimpleName() + ": " + rootMessage(e));
-    }
-    Object output = requestHandler.handleRequest(input, context);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    if (output != null) {
-      ((PojoSerializer<Object>) serializer(output.getClass())).toJson(output, out);
-    }
-    return out.toByteArray();
-  }
-
-  private static PojoSerializer<?> serializer(Class<?> type) {
-    ClassLoader loader = LocalInvoker.class.getClassLoader();
-    return LambdaEventSerializers.isLambdaSupportedEvent(type.getName())
-        ? LambdaEventSerializers.serializerFor(type, loader)
-        : JacksonFactory.getInstance().getSerializer(type);
-  }
-
-  /** The input and output classes of a RequestHandler implementation. */
-  private static Class<?>[] requestHandlerTypes(Class<?> handlerClass) {
-    for (Class<?> c = handlerClass; c != null; c = c.getSuperclass()) {
-      for (Type t : c.getGenericInterfaces()) {
-        if (t instanceof ParameterizedType p && p.getRawType() == RequestHandler.class) {
-          Type[] args = p.getActualTypeArguments();
-          return new Class<?>[] {raw(args[0]), raw(args[1])};
+    static Object newHandler(String handler, Map<String, String> env) {
+        String className = handler.contains("::") ? handler.substring(0, handler.indexOf("::")) : handler;
+        Class<?> type;
+        try {
+            type = Class.forName(className);
+        } catch (ClassNotFoundException e) {
+            throw new UserError("handler class " + className + " is not on the local runtime's classpath");
         }
-      }
+        try {
+            try {
+                Constructor<?> withEnv = type.getConstructor(Environment.class);
+                return withEnv.newInstance(new Environment(env));
+            } catch (NoSuchMethodException noEnvConstructor) {
+                return type.getConstructor().newInstance();
+            }
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            throw new UserError("function failed to start (init error): " + cause.getMessage());
+        } catch (ReflectiveOperationException e) {
+            throw new UserError("cannot create handler " + className + ": " + e);
+        }
     }
-    return new Class<?>[] {Object.class, Object.class};
-  }
 
-  private static Class<?> raw(Type t) {
-    return t instanceof Class<?> c ? c : t instanceof ParameterizedType p ? (Class<?>) p.getRawType() : Object.class;
-  }
-
-  static String rootMessage(Throwable e) {
-    Throwable t = e;
-    while (t.getCause() != null && t.getCause() != t) {
-      t = t.getCause();
+    /** Invokes the handler on the event's JSON; returns the response's JSON. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static byte[] invoke(Object handler, byte[] event, Context context) throws IOException {
+        if (handler instanceof RequestStreamHandler stream) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            stream.handleRequest(new ByteArrayInputStream(event), out, context);
+            return out.toByteArray();
+        }
+        if (!(handler instanceof RequestHandler requestHandler)) {
+            throw new UserError(
+                    handler.getClass().getName() + " implements neither RequestHandler nor RequestStreamHandler");
+        }
+        Class<?>[] io = requestHandlerTypes(handler.getClass());
+        Object input;
+        try {
+            input = serializer(io[0]).fromJson(new ByteArrayInputStream(event));
+        } catch (RuntimeException e) {
+            throw new UserError("the event is not a valid " + io[0].getSimpleName() + ": " + rootMessage(e));
+        }
+        Object output = requestHandler.handleRequest(input, context);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        if (output != null) {
+            ((PojoSerializer<Object>) serializer(output.getClass())).toJson(output, out);
+        }
+        return out.toByteArray();
     }
-    String m = t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
-    return m.lines().findFirst().orElse(m);
-  }
+
+    private static PojoSerializer<?> serializer(Class<?> type) {
+        ClassLoader loader = LocalInvoker.class.getClassLoader();
+        return LambdaEventSerializers.isLambdaSupportedEvent(type.getName())
+                ? LambdaEventSerializers.serializerFor(type, loader)
+                : JacksonFactory.getInstance().getSerializer(type);
+    }
+
+    /** The input and output classes of a RequestHandler implementation. */
+    private static Class<?>[] requestHandlerTypes(Class<?> handlerClass) {
+        for (Class<?> c = handlerClass; c != null; c = c.getSuperclass()) {
+            for (Type t : c.getGenericInterfaces()) {
+                if (t instanceof ParameterizedType p && p.getRawType() == RequestHandler.class) {
+                    Type[] args = p.getActualTypeArguments();
+                    return new Class<?>[] {raw(args[0]), raw(args[1])};
+                }
+            }
+        }
+        return new Class<?>[] {Object.class, Object.class};
+    }
+
+    private static Class<?> raw(Type t) {
+        return t instanceof Class<?> c
+                ? c
+                : t instanceof ParameterizedType p ? (Class<?>) p.getRawType() : Object.class;
+    }
+
+    static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        String m = t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+        return m.lines().findFirst().orElse(m);
+    }
 }

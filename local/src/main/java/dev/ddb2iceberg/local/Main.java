@@ -10,35 +10,45 @@ import picocli.CommandLine.Command;
  * {@code sam local invoke} does, {@code up} keeps an S3-compatible server and a catalog running,
  * {@code status} and {@code get} show the table and one item of it.
  */
-@Command(name = "ddb2iceberg", mixinStandardHelpOptions = true, version = "ddb2iceberg 0.1.0",
-    description = "Runs the DynamoDB-to-Iceberg pipeline locally.",
-    subcommands = {DemoCommand.class, InvokeCommand.class, UpCommand.class, StatusCommand.class, GetCommand.class,
-        LoadExportCommand.class})
+@Command(
+        name = "ddb2iceberg",
+        mixinStandardHelpOptions = true,
+        version = "ddb2iceberg 0.1.0",
+        description = "Runs the DynamoDB-to-Iceberg pipeline locally.",
+        subcommands = {
+            DemoCommand.class,
+            InvokeCommand.class,
+            UpCommand.class,
+            StatusCommand.class,
+            GetCommand.class,
+            LoadExportCommand.class
+        })
 public final class Main implements Runnable {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
-  @Override
-  public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
-  }
+    @Override
+    public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
 
-  public static void main(String[] args) {
-    System.exit(execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
-  }
+    public static void main(String[] args) {
+        System.exit(execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
+    }
 
-  /** Runs a command line; mistakes in the call print one line to {@code err} and exit with 2. */
-  static int execute(PrintWriter out, PrintWriter err, String... args) {
-    CommandLine cli = new CommandLine(new Main());
-    cli.setOut(out);
-    cli.setErr(err);
-    cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
-      if (e instanceof UserError) {
-        err.println("Error: " + e.getMessage());
-        return 2;
-      }
-      err.println("Error: " + LocalInvoker.rootMessage(e));
-      return 1;
-    });
-    return cli.execute(args);
-  }
+    /** Runs a command line; mistakes in the call print one line to {@code err} and exit with 2. */
+    static int execute(PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cli = new CommandLine(new Main());
+        cli.setOut(out);
+        cli.setErr(err);
+        cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
+            if (e instanceof UserError) {
+                err.println("Error: " + e.getMessage());
+                return 2;
+            }
+            err.println("Error: " + LocalInvoker.rootMessage(e));
+            return 1;
+        });
+        return cli.execute(args);
+    }
 }

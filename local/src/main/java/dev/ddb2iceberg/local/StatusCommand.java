@@ -1,11 +1,11 @@
 package dev.ddb2iceberg.local;
 
-import dev.ddb2iceberg.function.MaintenanceSettings;
-import dev.ddb2iceberg.status.TableStatus;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.maintainer.MaintenanceHandler;
+import dev.ddb2iceberg.status.TableStatus;
 import dev.ddb2iceberg.table.TableCreator;
 import java.time.Clock;
 import java.util.concurrent.Callable;
@@ -20,30 +20,48 @@ import picocli.CommandLine.Option;
  * template and an env-vars file (by default the local stack {@code up} runs). The same report the
  * Maintenance function returns for the input {@code {"status": true}}.
  */
-@Command(name = "status", mixinStandardHelpOptions = true,
-    description = "Show the table at a glance: current snapshot, what waits in staging, files and delete files, last compaction.")
+@Command(
+        name = "status",
+        mixinStandardHelpOptions = true,
+        description =
+                "Show the table at a glance: current snapshot, what waits in staging, files and delete files, last compaction.")
 final class StatusCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
-  @CommandLine.Mixin LocalStackOptions stack;
+    @CommandLine.Mixin
+    LocalStackOptions stack;
 
-  @Option(names = "--json", description = "print the report as JSON")
-  boolean json;
+    @Option(names = "--json", description = "print the report as JSON")
+    boolean json;
 
-  @Override
-  public Integer call() throws Exception {
-    SamTemplate.Function function = SamTemplate.read(stack.template).function("Maintenance");
-    MaintenanceSettings settings = MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
-    TableStatus status = LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> {
-      Catalog catalog = settings.catalog().load();
-      return MaintenanceHandler.status(settings, catalog,
-          TableCreator.loadIfExists(catalog, TableIdentifier.of(settings.table().namespace(), settings.table().name())),
-          Clock.systemUTC());
-    });
-    spec.commandLine().getOut().print(json
-        ? new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(status) + "\n"
-        : status.text());
-    spec.commandLine().getOut().flush();
-    return 0;
-  }
+    @Override
+    public Integer call() throws Exception {
+        SamTemplate.Function function = SamTemplate.read(stack.template).function("Maintenance");
+        MaintenanceSettings settings =
+                MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
+        TableStatus status = LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> {
+            Catalog catalog = settings.catalog().load();
+            return MaintenanceHandler.status(
+                    settings,
+                    catalog,
+                    TableCreator.loadIfExists(
+                            catalog,
+                            TableIdentifier.of(
+                                    settings.table().namespace(),
+                                    settings.table().name())),
+                    Clock.systemUTC());
+        });
+        spec.commandLine()
+                .getOut()
+                .print(
+                        json
+                                ? new ObjectMapper()
+                                                .enable(SerializationFeature.INDENT_OUTPUT)
+                                                .writeValueAsString(status)
+                                        + "\n"
+                                : status.text());
+        spec.commandLine().getOut().flush();
+        return 0;
+    }
 }

@@ -17,63 +17,77 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code up}: the local S3-compatible server and catalog, running until Ctrl-C. */
-@Command(name = "up", mixinStandardHelpOptions = true,
-    description = "Starts the embedded S3-compatible server and the SQLite catalog and keeps them running, so"
-        + " functions can be invoked against them and Spark or other tools can read the table.")
+@Command(
+        name = "up",
+        mixinStandardHelpOptions = true,
+        description = "Starts the embedded S3-compatible server and the SQLite catalog and keeps them running, so"
+                + " functions can be invoked against them and Spark or other tools can read the table.")
 final class UpCommand implements Callable<Integer> {
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
-  @Option(names = "--work-dir", defaultValue = ".local", description = "where S3 objects and the catalog live (default: ${DEFAULT-VALUE})")
-  Path workDir;
+    @Option(
+            names = "--work-dir",
+            defaultValue = ".local",
+            description = "where S3 objects and the catalog live (default: ${DEFAULT-VALUE})")
+    Path workDir;
 
-  @Option(names = "--port", defaultValue = "9321", description = "S3 endpoint port on 127.0.0.1 (default: ${DEFAULT-VALUE})")
-  int port;
+    @Option(
+            names = "--port",
+            defaultValue = "9321",
+            description = "S3 endpoint port on 127.0.0.1 (default: ${DEFAULT-VALUE})")
+    int port;
 
-  @Option(names = "--bucket", defaultValue = "local", description = "the bucket (default: ${DEFAULT-VALUE})")
-  String bucket;
+    @Option(names = "--bucket", defaultValue = "local", description = "the bucket (default: ${DEFAULT-VALUE})")
+    String bucket;
 
-  @Option(names = "--table", defaultValue = "orders", description = "the Iceberg table name (default: ${DEFAULT-VALUE})")
-  String table;
+    @Option(
+            names = "--table",
+            defaultValue = "orders",
+            description = "the Iceberg table name (default: ${DEFAULT-VALUE})")
+    String table;
 
-  @Override
-  public Integer call() throws Exception {
-    PrintWriter out = spec.commandLine().getOut();
-    Files.createDirectories(workDir);
-    EmbeddedS3Server server;
-    try {
-      server = EmbeddedS3Server.onDisk(workDir.resolve("s3"), port);
-    } catch (RuntimeException e) {
-      throw new UserError("cannot start the S3 server on 127.0.0.1:" + port + " (" + LocalInvoker.rootMessage(e)
-          + "); is another one running? Use --port to pick another.");
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        Files.createDirectories(workDir);
+        EmbeddedS3Server server;
+        try {
+            server = EmbeddedS3Server.onDisk(workDir.resolve("s3"), port);
+        } catch (RuntimeException e) {
+            throw new UserError("cannot start the S3 server on 127.0.0.1:" + port + " (" + LocalInvoker.rootMessage(e)
+                    + "); is another one running? Use --port to pick another.");
+        }
+        server.ensureBucket(bucket);
+        LocalStack stack = new LocalStack(server, bucket, workDir);
+        Map<String, String> env = stack.environment(table);
+        Path envFile = workDir.resolve("env-vars.json");
+        new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(envFile.toFile(), Map.of("Parameters", env));
+        out.println("S3 endpoint     " + server.endpoint() + "  (path-style, region " + EmbeddedS3Server.REGION + ")");
+        out.println("credentials     " + EmbeddedS3Server.ACCESS_KEY + " / " + EmbeddedS3Server.SECRET_KEY);
+        out.println("bucket          " + bucket);
+        out.println("catalog         " + env.get(Settings.CATALOG_URI.name()) + "  (Iceberg JdbcCatalog named "
+                + CatalogSettings.DEFAULT_NAME + ", jdbc.schema-version=V1)");
+        out.println("warehouse       " + env.get(Settings.CATALOG_WAREHOUSE.name()));
+        out.println("table           " + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table);
+        out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n "
+                + envFile);
+        out.println();
+        // The README's spark-sql command shows the same settings, with the packages to add.
+        out.println("Spark settings (README \"Query the table with Spark\"); the table is "
+                + CatalogSettings.DEFAULT_NAME + "." + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table + ":");
+        out.println(stack.sparkSettings().entrySet().stream()
+                .map(e -> "  --conf " + e.getKey() + "=" + e.getValue())
+                .collect(Collectors.joining(" \\\n")));
+        out.println();
+        out.println("Running; press Ctrl-C to stop.");
+        out.flush();
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            server.close();
+            stopped.countDown();
+        }));
+        stopped.await();
+        return 0;
     }
-    server.ensureBucket(bucket);
-    LocalStack stack = new LocalStack(server, bucket, workDir);
-    Map<String, String> env = stack.environment(table);
-    Path envFile = workDir.resolve("env-vars.json");
-    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(envFile.toFile(), Map.of("Parameters", env));
-    out.println("S3 endpoint     " + server.endpoint() + "  (path-style, region " + EmbeddedS3Server.REGION + ")");
-    out.println("credentials     " + EmbeddedS3Server.ACCESS_KEY + " / " + EmbeddedS3Server.SECRET_KEY);
-    out.println("bucket          " + bucket);
-    out.println("catalog         " + env.get(Settings.CATALOG_URI.name()) + "  (Iceberg JdbcCatalog named " + CatalogSettings.DEFAULT_NAME
-        + ", jdbc.schema-version=V1)");
-    out.println("warehouse       " + env.get(Settings.CATALOG_WAREHOUSE.name()));
-    out.println("table           " + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table);
-    out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n " + envFile);
-    out.println();
-    // The README's spark-sql command shows the same settings, with the packages to add.
-    out.println("Spark settings (README \"Query the table with Spark\"); the table is "
-        + CatalogSettings.DEFAULT_NAME + "." + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table + ":");
-    out.println(stack.sparkSettings().entrySet().stream().map(e -> "  --conf " + e.getKey() + "=" + e.getValue())
-        .collect(Collectors.joining(" \\\n")));
-    out.println();
-    out.println("Running; press Ctrl-C to stop.");
-    out.flush();
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      server.close();
-      stopped.countDown();
-    }));
-    stopped.await();
-    return 0;
-  }
 }

@@ -13,22 +13,22 @@ import java.nio.charset.StandardCharsets;
  * command wrote to its error writer (the process's stderr also carries log lines of other tests).
  */
 final class AsMain {
-  record Run(int exit, String out, String err) {}
+    record Run(int exit, String out, String err) {}
 
-  private AsMain() {}
+    private AsMain() {}
 
-  static Run run(String... args) {
-    PrintStream realOut = System.out;
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    StringWriter err = new StringWriter();
-    System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-    try {
-      PrintWriter outWriter = new PrintWriter(System.out, true);
-      int exit = Main.execute(outWriter, new PrintWriter(err, true), args);
-      outWriter.flush();
-      return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString());
-    } finally {
-      System.setOut(realOut);
+    static Run run(String... args) {
+        PrintStream realOut = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        StringWriter err = new StringWriter();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            PrintWriter outWriter = new PrintWriter(System.out, true);
+            int exit = Main.execute(outWriter, new PrintWriter(err, true), args);
+            outWriter.flush();
+            return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString());
+        } finally {
+            System.setOut(realOut);
+        }
     }
-  }
 }

@@ -17,61 +17,74 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The README's first command, on a small workload: it must end with the table equal to the source. */
 class DemoCommandTest {
-  private static final String TABLE = "ddb2iceberg.demo_orders";
+    private static final String TABLE = "ddb2iceberg.demo_orders";
 
-  @TempDir Path dir;
+    @TempDir
+    Path dir;
 
-  private static Run demo(Path workDir, String... more) {
-    List<String> args = new ArrayList<>(List.of("demo", "--batch-size", "50", "--work-dir", workDir.toString(),
-        "-t", ProjectFiles.root().resolve("template.yaml").toString()));
-    args.addAll(List.of(more));
-    return AsMain.run(args.toArray(String[]::new));
-  }
+    private static Run demo(Path workDir, String... more) {
+        List<String> args = new ArrayList<>(List.of(
+                "demo",
+                "--batch-size",
+                "50",
+                "--work-dir",
+                workDir.toString(),
+                "-t",
+                ProjectFiles.root().resolve("template.yaml").toString()));
+        args.addAll(List.of(more));
+        return AsMain.run(args.toArray(String[]::new));
+    }
 
-  @Test
-  void theDemoRunsTheWholePipelineAndTheTableEqualsTheSourceTable() throws Exception {
-    Path workDir = dir.resolve("demo");
-    Run r = demo(workDir, "--items", "300", "--changes", "3000", "--minutes", "3");
-    assertEquals(0, r.exit(), r.out() + "\n" + r.err());
-    assertTrue(r.out().contains("minute  3/3"), r.out());
-    assertTrue(r.out().matches("(?s).*merged +1,000 changes: [0-9,]+ items written \\([0-9,]+ replaced a row\\),"
-        + " [0-9,]+ items removed.*"), r.out());
-    assertTrue(r.out().contains("maintenance  compacted"), r.out());
-    assertTrue(r.out().contains("OK: the Iceberg table equals the source table"), r.out());
+    @Test
+    void theDemoRunsTheWholePipelineAndTheTableEqualsTheSourceTable() throws Exception {
+        Path workDir = dir.resolve("demo");
+        Run r = demo(workDir, "--items", "300", "--changes", "3000", "--minutes", "3");
+        assertEquals(0, r.exit(), r.out() + "\n" + r.err());
+        assertTrue(r.out().contains("minute  3/3"), r.out());
+        assertTrue(
+                r.out()
+                        .matches("(?s).*merged +1,000 changes: [0-9,]+ items written \\([0-9,]+ replaced a row\\),"
+                                + " [0-9,]+ items removed.*"),
+                r.out());
+        assertTrue(r.out().contains("maintenance  compacted"), r.out());
+        assertTrue(r.out().contains("OK: the Iceberg table equals the source table"), r.out());
 
-    // The terminal keeps to the story; metric lines go to a file, which the output names.
-    assertFalse(r.out().contains("\"_aws\""), "no metric line on stdout: " + r.out());
-    assertFalse(r.err().contains("\"_aws\""), "no metric line on stderr: " + r.err());
-    Path metricsLog = workDir.resolve("metrics.log");
-    assertTrue(r.out().contains("Metric lines (CloudWatch EMF) go to " + metricsLog), r.out());
-    List<JsonNode> mergerLines = mergerLines(Files.readAllLines(metricsLog));
-    assertEquals(3, mergerLines.size(), "one merger line per simulated minute in " + metricsLog);
-  }
+        // The terminal keeps to the story; metric lines go to a file, which the output names.
+        assertFalse(r.out().contains("\"_aws\""), "no metric line on stdout: " + r.out());
+        assertFalse(r.err().contains("\"_aws\""), "no metric line on stderr: " + r.err());
+        Path metricsLog = workDir.resolve("metrics.log");
+        assertTrue(r.out().contains("Metric lines (CloudWatch EMF) go to " + metricsLog), r.out());
+        List<JsonNode> mergerLines = mergerLines(Files.readAllLines(metricsLog));
+        assertEquals(3, mergerLines.size(), "one merger line per simulated minute in " + metricsLog);
+    }
 
-  @Test
-  void withVerboseTheMetricLinesGoToStderr() {
-    Path workDir = dir.resolve("demo");
-    Run r = demo(workDir, "--items", "50", "--changes", "200", "--minutes", "2", "--verbose");
-    assertEquals(0, r.exit(), r.out() + "\n" + r.err());
-    assertFalse(r.out().contains("\"_aws\""), "no metric line on stdout: " + r.out());
-    assertEquals(2, mergerLines(r.err().lines().toList()).size(), "one merger line per minute on stderr: " + r.err());
-    assertFalse(Files.exists(workDir.resolve("metrics.log")), "no metrics.log with --verbose");
-  }
+    @Test
+    void withVerboseTheMetricLinesGoToStderr() {
+        Path workDir = dir.resolve("demo");
+        Run r = demo(workDir, "--items", "50", "--changes", "200", "--minutes", "2", "--verbose");
+        assertEquals(0, r.exit(), r.out() + "\n" + r.err());
+        assertFalse(r.out().contains("\"_aws\""), "no metric line on stdout: " + r.out());
+        assertEquals(
+                2, mergerLines(r.err().lines().toList()).size(), "one merger line per minute on stderr: " + r.err());
+        assertFalse(Files.exists(workDir.resolve("metrics.log")), "no metrics.log with --verbose");
+    }
 
-  /** The merger's metric lines among {@code lines}, each checked to be a well-formed line for the demo's table. */
-  private static List<JsonNode> mergerLines(List<String> lines) {
-    return lines.stream().filter(l -> l.startsWith("{\"_aws\"") && l.contains("\"ChangesMerged\""))
-        .map(l -> MetricLines.single(List.of(l), TABLE)).toList();
-  }
+    /** The merger's metric lines among {@code lines}, each checked to be a well-formed line for the demo's table. */
+    private static List<JsonNode> mergerLines(List<String> lines) {
+        return lines.stream()
+                .filter(l -> l.startsWith("{\"_aws\"") && l.contains("\"ChangesMerged\""))
+                .map(l -> MetricLines.single(List.of(l), TABLE))
+                .toList();
+    }
 
-  @Test
-  void theDemoRefusesToEmptyAFolderItDidNotMake() throws Exception {
-    Path precious = dir.resolve("precious");
-    Files.createDirectories(precious);
-    Files.writeString(precious.resolve("thesis.txt"), "do not delete");
-    Run r = demo(precious);
-    assertEquals(2, r.exit());
-    assertTrue(r.err().contains("is not empty and was not made by the demo"), r.err());
-    assertTrue(Files.exists(precious.resolve("thesis.txt")));
-  }
+    @Test
+    void theDemoRefusesToEmptyAFolderItDidNotMake() throws Exception {
+        Path precious = dir.resolve("precious");
+        Files.createDirectories(precious);
+        Files.writeString(precious.resolve("thesis.txt"), "do not delete");
+        Run r = demo(precious);
+        assertEquals(2, r.exit());
+        assertTrue(r.err().contains("is not empty and was not made by the demo"), r.err());
+        assertTrue(Files.exists(precious.resolve("thesis.txt")));
+    }
 }

@@ -26,38 +26,46 @@ import org.junit.jupiter.api.io.TempDir;
  * values of the wrong shape.
  */
 class TemplateResourcesTest {
-  private static final CloudFormationSpec SPEC = CloudFormationSpec.load();
+    private static final CloudFormationSpec SPEC = CloudFormationSpec.load();
 
-  @Test
-  void everyResourceOfTheTemplateMatchesItsCloudFormationSpec() {
-    JsonNode root = template();
-    Map<String, String> checked = new TreeMap<>();
-    root.path("Resources").fields().forEachRemaining(e -> {
-      String type = e.getValue().path("Type").asText();
-      if (!CloudFormationSpec.checkedElsewhere(type)) {
-        checked.put(e.getKey(), type);
-      }
-    });
-    assertFalse(checked.isEmpty(), "template.yaml has no resource for the spec to check: the check would pass vacuously");
-    List<CloudFormationSpec.Error> errors = SPEC.check(root);
-    assertTrue(errors.isEmpty(), () -> "template.yaml does not match CloudFormation's resource specs ("
-        + checked.size() + " resources checked: " + checked + "):\n" + lines(errors));
-  }
+    @Test
+    void everyResourceOfTheTemplateMatchesItsCloudFormationSpec() {
+        JsonNode root = template();
+        Map<String, String> checked = new TreeMap<>();
+        root.path("Resources").fields().forEachRemaining(e -> {
+            String type = e.getValue().path("Type").asText();
+            if (!CloudFormationSpec.checkedElsewhere(type)) {
+                checked.put(e.getKey(), type);
+            }
+        });
+        assertFalse(
+                checked.isEmpty(),
+                "template.yaml has no resource for the spec to check: the check would pass vacuously");
+        List<CloudFormationSpec.Error> errors = SPEC.check(root);
+        assertTrue(
+                errors.isEmpty(),
+                () -> "template.yaml does not match CloudFormation's resource specs (" + checked.size()
+                        + " resources checked: " + checked + "):\n" + lines(errors));
+    }
 
-  @Test
-  void theSpecCheckFindsAMisshapenValueDeepInTheTemplate() {
-    ObjectNode broken = template().deepCopy();
-    ObjectNode byDefault = (ObjectNode) broken.at(
-        "/Resources/DataBucket/Properties/BucketEncryption/ServerSideEncryptionConfiguration/0/ServerSideEncryptionByDefault");
-    byDefault.putObject("SSEAlgorithm").put("Algorithm", "AES256");
-    assertEquals(List.of("Resources.DataBucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0]"
-            + ".ServerSideEncryptionByDefault.SSEAlgorithm"),
-        SPEC.check(broken).stream().map(CloudFormationSpec.Error::path).toList(), "the paths of the errors found");
-  }
+    @Test
+    void theSpecCheckFindsAMisshapenValueDeepInTheTemplate() {
+        ObjectNode broken = template().deepCopy();
+        ObjectNode byDefault = (ObjectNode)
+                broken.at(
+                        "/Resources/DataBucket/Properties/BucketEncryption/ServerSideEncryptionConfiguration/0/ServerSideEncryptionByDefault");
+        byDefault.putObject("SSEAlgorithm").put("Algorithm", "AES256");
+        assertEquals(
+                List.of("Resources.DataBucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0]"
+                        + ".ServerSideEncryptionByDefault.SSEAlgorithm"),
+                SPEC.check(broken).stream().map(CloudFormationSpec.Error::path).toList(),
+                "the paths of the errors found");
+    }
 
-  @Test
-  void theSpecCheckCatchesUnknownMissingAndMisshapenPropertiesTypesAndAttributes(@TempDir Path dir) throws IOException {
-    List<CloudFormationSpec.Error> errors = check(dir, """
+    @Test
+    void theSpecCheckCatchesUnknownMissingAndMisshapenPropertiesTypesAndAttributes(@TempDir Path dir)
+            throws IOException {
+        List<CloudFormationSpec.Error> errors = check(dir, """
         Resources:
           Misspelled:
             Type: AWS::S3Tables::TableBucket
@@ -94,34 +102,47 @@ class TemplateResourcesTest {
             Properties:
               TableBucketName: tables
         """);
-    Map<String, String> byPath = errors.stream()
-        .collect(Collectors.toMap(CloudFormationSpec.Error::path, CloudFormationSpec.Error::message, (a, b) -> a + "; " + b));
-    assertEquals(new TreeSet<>(Set.of(
-            "Resources.Misspelled.Properties.TableBucketNam", // unknown
-            "Resources.Misspelled.Properties.TableBucketName", // so the required one is missing
-            "Resources.NoNamespace.Properties.Namespace",
-            "Resources.ListForObject.Properties.UnreferencedFileRemoval",
-            "Resources.ObjectForString.Properties.TableBucketName",
-            "Resources.NestedUnknown.Properties.UnreferencedFileRemoval.Statuss",
-            "Resources.NestedUnknown.Properties.Tags[0].Value",
-            "Resources.UnknownType.Type",
-            "Resources.UnknownAttribute.DeletionPolcy")),
-        new TreeSet<>(byPath.keySet()), "the paths of the errors found:\n" + lines(errors));
-    for (CloudFormationSpec.Error e : errors) {
-      assertTrue(e.message().contains("expected ") && e.message().contains("found "), "says what was expected and found: " + e);
+        Map<String, String> byPath = errors.stream()
+                .collect(Collectors.toMap(
+                        CloudFormationSpec.Error::path, CloudFormationSpec.Error::message, (a, b) -> a + "; " + b));
+        assertEquals(
+                new TreeSet<>(Set.of(
+                        "Resources.Misspelled.Properties.TableBucketNam", // unknown
+                        "Resources.Misspelled.Properties.TableBucketName", // so the required one is missing
+                        "Resources.NoNamespace.Properties.Namespace",
+                        "Resources.ListForObject.Properties.UnreferencedFileRemoval",
+                        "Resources.ObjectForString.Properties.TableBucketName",
+                        "Resources.NestedUnknown.Properties.UnreferencedFileRemoval.Statuss",
+                        "Resources.NestedUnknown.Properties.Tags[0].Value",
+                        "Resources.UnknownType.Type",
+                        "Resources.UnknownAttribute.DeletionPolcy")),
+                new TreeSet<>(byPath.keySet()),
+                "the paths of the errors found:\n" + lines(errors));
+        for (CloudFormationSpec.Error e : errors) {
+            assertTrue(
+                    e.message().contains("expected ") && e.message().contains("found "),
+                    "says what was expected and found: " + e);
+        }
+        assertTrue(
+                byPath.get("Resources.Misspelled.Properties.TableBucketNam").contains("unknown property"),
+                lines(errors));
+        assertTrue(
+                byPath.get("Resources.Misspelled.Properties.TableBucketName").contains("missing required"),
+                lines(errors));
+        assertTrue(
+                byPath.get("Resources.ListForObject.Properties.UnreferencedFileRemoval")
+                        .contains("expected a mapping (UnreferencedFileRemoval), found a list"),
+                lines(errors));
+        assertTrue(
+                byPath.get("Resources.ObjectForString.Properties.TableBucketName")
+                        .contains("expected a string, found a mapping"),
+                lines(errors));
+        assertTrue(byPath.get("Resources.UnknownType.Type").contains("AWS::S3Tables::TableBuckets"), lines(errors));
     }
-    assertTrue(byPath.get("Resources.Misspelled.Properties.TableBucketNam").contains("unknown property"), lines(errors));
-    assertTrue(byPath.get("Resources.Misspelled.Properties.TableBucketName").contains("missing required"), lines(errors));
-    assertTrue(byPath.get("Resources.ListForObject.Properties.UnreferencedFileRemoval")
-        .contains("expected a mapping (UnreferencedFileRemoval), found a list"), lines(errors));
-    assertTrue(byPath.get("Resources.ObjectForString.Properties.TableBucketName")
-        .contains("expected a string, found a mapping"), lines(errors));
-    assertTrue(byPath.get("Resources.UnknownType.Type").contains("AWS::S3Tables::TableBuckets"), lines(errors));
-  }
 
-  @Test
-  void intrinsicFunctionsAndScalarsOfAnotherTypeAreAcceptedWhereValuesBelong(@TempDir Path dir) throws IOException {
-    List<CloudFormationSpec.Error> errors = check(dir, """
+    @Test
+    void intrinsicFunctionsAndScalarsOfAnotherTypeAreAcceptedWhereValuesBelong(@TempDir Path dir) throws IOException {
+        List<CloudFormationSpec.Error> errors = check(dir, """
         Parameters:
           Param:
             Type: String
@@ -158,20 +179,22 @@ class TemplateResourcesTest {
             Properties:
               LeftToSamsSchema: true
         """);
-    assertTrue(errors.isEmpty(), () -> "errors where intrinsics, scalars or unchecked types belong:\n" + lines(errors));
-  }
+        assertTrue(
+                errors.isEmpty(),
+                () -> "errors where intrinsics, scalars or unchecked types belong:\n" + lines(errors));
+    }
 
-  private static JsonNode template() {
-    return SamTemplate.read(ProjectFiles.root().resolve("template.yaml")).root();
-  }
+    private static JsonNode template() {
+        return SamTemplate.read(ProjectFiles.root().resolve("template.yaml")).root();
+    }
 
-  /** The errors of a template, written to a file and read as template.yaml is. */
-  private static List<CloudFormationSpec.Error> check(Path dir, String yaml) throws IOException {
-    Path file = Files.writeString(dir.resolve("template.yaml"), yaml);
-    return SPEC.check(SamTemplate.read(file).root());
-  }
+    /** The errors of a template, written to a file and read as template.yaml is. */
+    private static List<CloudFormationSpec.Error> check(Path dir, String yaml) throws IOException {
+        Path file = Files.writeString(dir.resolve("template.yaml"), yaml);
+        return SPEC.check(SamTemplate.read(file).root());
+    }
 
-  private static String lines(List<CloudFormationSpec.Error> errors) {
-    return errors.stream().map(CloudFormationSpec.Error::toString).collect(Collectors.joining("\n"));
-  }
+    private static String lines(List<CloudFormationSpec.Error> errors) {
+        return errors.stream().map(CloudFormationSpec.Error::toString).collect(Collectors.joining("\n"));
+    }
 }

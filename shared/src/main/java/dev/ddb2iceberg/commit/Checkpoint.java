@@ -25,97 +25,101 @@ import org.apache.iceberg.util.SnapshotUtil;
  * {@code 111100000000000000001-111500000000000000005}, to keep table metadata small.
  */
 public final class Checkpoint {
-  /** Properties besides {@link PipelineProperties#APPLIED} that every merge and maintenance commit carries forward. */
-  static final List<String> CARRIED = List.of(PipelineProperties.REMOVALS, PipelineProperties.STREAM_SINCE, PipelineProperties.EXPORT_LOADS);
+    /** Properties besides {@link PipelineProperties#APPLIED} that every merge and maintenance commit carries forward. */
+    static final List<String> CARRIED =
+            List.of(PipelineProperties.REMOVALS, PipelineProperties.STREAM_SINCE, PipelineProperties.EXPORT_LOADS);
 
-  private Checkpoint() {}
+    private Checkpoint() {}
 
-  /** The token of a staged object in a checkpoint. */
-  public static String token(StagedObjectName name) {
-    return SequenceNumbers.stripLeadingZeros(name.firstSequence()) + "-"
-        + SequenceNumbers.stripLeadingZeros(name.lastSequence());
-  }
-
-  /**
-   * The checkpoint of the newest merger snapshot in the table's history; if expiry has removed
-   * every merger snapshot, the newest copy a maintenance snapshot carried. Empty for a new table.
-   *
-   * <p>A merger snapshot wins over a newer maintenance copy: a maintenance commit that raced a
-   * merger may have copied the checkpoint from before the merger's commit.
-   */
-  public static Set<String> read(Table table) {
-    String applied = readProperty(table, PipelineProperties.APPLIED);
-    return applied == null ? Set.of() : decode(applied);
-  }
-
-  /** The newest snapshot the merger wrote, or null; expiry keeps it so the checkpoint survives. */
-  public static Snapshot newestMergerSnapshot(Table table) {
-    Snapshot current = table.currentSnapshot();
-    if (current == null) {
-      return null;
+    /** The token of a staged object in a checkpoint. */
+    public static String token(StagedObjectName name) {
+        return SequenceNumbers.stripLeadingZeros(name.firstSequence()) + "-"
+                + SequenceNumbers.stripLeadingZeros(name.lastSequence());
     }
-    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
-      if (s.summary().containsKey(PipelineProperties.RUN_ID)) {
-        return s;
-      }
-    }
-    return null;
-  }
 
-  /**
-   * A property of the checkpoint ({@link PipelineProperties#APPLIED}, the removals file): the newest merger snapshot's
-   * value (null if it has none), else the newest copy a maintenance snapshot carried.
-   */
-  public static String readProperty(Table table, String property) {
-    Snapshot current = table.currentSnapshot();
-    if (current == null) {
-      return null;
+    /**
+     * The checkpoint of the newest merger snapshot in the table's history; if expiry has removed
+     * every merger snapshot, the newest copy a maintenance snapshot carried. Empty for a new table.
+     *
+     * <p>A merger snapshot wins over a newer maintenance copy: a maintenance commit that raced a
+     * merger may have copied the checkpoint from before the merger's commit.
+     */
+    public static Set<String> read(Table table) {
+        String applied = readProperty(table, PipelineProperties.APPLIED);
+        return applied == null ? Set.of() : decode(applied);
     }
-    String carried = null;
-    for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
-      if (s.summary().containsKey(PipelineProperties.RUN_ID)) {
-        return s.summary().get(property);
-      }
-      if (carried == null) {
-        carried = s.summary().get(property);
-      }
-    }
-    return carried;
-  }
 
-  /** Summary properties a commit sets to carry the checkpoint forward (a mutable copy). */
-  public static Map<String, String> carried(Table table) {
-    Map<String, String> carried = new HashMap<>();
-    Set<String> tokens = read(table);
-    if (!tokens.isEmpty()) {
-      carried.put(PipelineProperties.APPLIED, encode(tokens));
+    /** The newest snapshot the merger wrote, or null; expiry keeps it so the checkpoint survives. */
+    public static Snapshot newestMergerSnapshot(Table table) {
+        Snapshot current = table.currentSnapshot();
+        if (current == null) {
+            return null;
+        }
+        for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
+            if (s.summary().containsKey(PipelineProperties.RUN_ID)) {
+                return s;
+            }
+        }
+        return null;
     }
-    for (String property : CARRIED) {
-      String value = readProperty(table, property);
-      if (value != null) {
-        carried.put(property, value);
-      }
+
+    /**
+     * A property of the checkpoint ({@link PipelineProperties#APPLIED}, the removals file): the newest merger snapshot's
+     * value (null if it has none), else the newest copy a maintenance snapshot carried.
+     */
+    public static String readProperty(Table table, String property) {
+        Snapshot current = table.currentSnapshot();
+        if (current == null) {
+            return null;
+        }
+        String carried = null;
+        for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
+            if (s.summary().containsKey(PipelineProperties.RUN_ID)) {
+                return s.summary().get(property);
+            }
+            if (carried == null) {
+                carried = s.summary().get(property);
+            }
+        }
+        return carried;
     }
-    return carried;
-  }
 
-  /** The oldest stream change merged so far (epoch ms): {@code before}, the carried value or null, and {@code changes}. */
-  public static long streamSince(String before, Collection<Change> changes) {
-    long since = changes.stream().mapToLong(Change::approximateCreationMillis).min().orElse(Long.MAX_VALUE);
-    return before == null ? since : Math.min(since, Long.parseLong(before));
-  }
-
-  public static String encode(Collection<String> tokens) {
-    return String.join(",", new TreeSet<>(tokens));
-  }
-
-  public static Set<String> decode(String value) {
-    Set<String> out = new LinkedHashSet<>();
-    for (String t : value.split(",")) {
-      if (!t.isBlank()) {
-        out.add(t.trim());
-      }
+    /** Summary properties a commit sets to carry the checkpoint forward (a mutable copy). */
+    public static Map<String, String> carried(Table table) {
+        Map<String, String> carried = new HashMap<>();
+        Set<String> tokens = read(table);
+        if (!tokens.isEmpty()) {
+            carried.put(PipelineProperties.APPLIED, encode(tokens));
+        }
+        for (String property : CARRIED) {
+            String value = readProperty(table, property);
+            if (value != null) {
+                carried.put(property, value);
+            }
+        }
+        return carried;
     }
-    return out;
-  }
+
+    /** The oldest stream change merged so far (epoch ms): {@code before}, the carried value or null, and {@code changes}. */
+    public static long streamSince(String before, Collection<Change> changes) {
+        long since = changes.stream()
+                .mapToLong(Change::approximateCreationMillis)
+                .min()
+                .orElse(Long.MAX_VALUE);
+        return before == null ? since : Math.min(since, Long.parseLong(before));
+    }
+
+    public static String encode(Collection<String> tokens) {
+        return String.join(",", new TreeSet<>(tokens));
+    }
+
+    public static Set<String> decode(String value) {
+        Set<String> out = new LinkedHashSet<>();
+        for (String t : value.split(",")) {
+            if (!t.isBlank()) {
+                out.add(t.trim());
+            }
+        }
+        return out;
+    }
 }

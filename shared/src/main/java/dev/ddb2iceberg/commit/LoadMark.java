@@ -13,29 +13,32 @@ import org.apache.iceberg.Table;
  *     plan step finds it
  */
 public record LoadMark(String loadId, String exportId, String started, String execution) {
-  private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** The table's mark, or null when no parallel load is in progress. */
-  public static LoadMark read(Table table) {
-    String value = table.properties().get(PipelineProperties.PARALLEL_LOAD_IN_PROGRESS);
-    if (value == null) {
-      return null;
+    /** The table's mark, or null when no parallel load is in progress. */
+    public static LoadMark read(Table table) {
+        String value = table.properties().get(PipelineProperties.PARALLEL_LOAD_IN_PROGRESS);
+        if (value == null) {
+            return null;
+        }
+        try {
+            return JSON.readValue(value, LoadMark.class);
+        } catch (IOException e) {
+            throw new IllegalStateException(
+                    "The table's " + PipelineProperties.PARALLEL_LOAD_IN_PROGRESS
+                            + " property is not readable: " + value
+                            + ". Remove it (ALTER TABLE … UNSET TBLPROPERTIES) once no load"
+                            + " runs.",
+                    e);
+        }
     }
-    try {
-      return JSON.readValue(value, LoadMark.class);
-    } catch (IOException e) {
-      throw new IllegalStateException("The table's " + PipelineProperties.PARALLEL_LOAD_IN_PROGRESS
-          + " property is not readable: " + value + ". Remove it (ALTER TABLE … UNSET TBLPROPERTIES) once no load"
-          + " runs.", e);
-    }
-  }
 
-  /** The mark as the property's value. */
-  public String encode() {
-    try {
-      return JSON.writeValueAsString(this);
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
+    /** The mark as the property's value. */
+    public String encode() {
+        try {
+            return JSON.writeValueAsString(this);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
-  }
 }

@@ -17,17 +17,22 @@ import java.util.List;
  *     local-only overrides that deployed functions leave to their defaults
  * @param choices the values it may take, lower-case, matched ignoring case; empty for any value
  */
-public record Setting(String name, String defaultValue, String description, String parameter, boolean inTemplate,
-    List<String> choices) {
-  public Setting {
-    choices = List.copyOf(choices);
-    if (parameter != null && !inTemplate) {
-      throw new IllegalArgumentException(name + ": a setting with a template parameter is set by the template");
+public record Setting(
+        String name,
+        String defaultValue,
+        String description,
+        String parameter,
+        boolean inTemplate,
+        List<String> choices) {
+    public Setting {
+        choices = List.copyOf(choices);
+        if (parameter != null && !inTemplate) {
+            throw new IllegalArgumentException(name + ": a setting with a template parameter is set by the template");
+        }
     }
-  }
 
-  @Override
-  public String toString() {
-    return name;
-  }
+    @Override
+    public String toString() {
+        return name;
+    }
 }

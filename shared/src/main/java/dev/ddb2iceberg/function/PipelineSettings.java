@@ -15,24 +15,24 @@ import software.amazon.awssdk.services.s3.S3Client;
  */
 public record PipelineSettings(StagingSettings staging, S3Settings s3, CatalogSettings catalog, TableSettings table) {
 
-  public static PipelineSettings from(Environment env) {
-    StagingSettings staging = StagingSettings.from(env);
-    S3Settings s3 = S3Settings.from(env);
-    return new PipelineSettings(staging, s3, CatalogSettings.from(env, staging, s3), TableSettings.from(env));
-  }
+    public static PipelineSettings from(Environment env) {
+        StagingSettings staging = StagingSettings.from(env);
+        S3Settings s3 = S3Settings.from(env);
+        return new PipelineSettings(staging, s3, CatalogSettings.from(env, staging, s3), TableSettings.from(env));
+    }
 
-  /** The staging store of these settings, on {@code s3}. */
-  public static StagingStore store(S3Client s3, StagingSettings staging) {
-    return new StagingStore(s3, staging);
-  }
+    /** The staging store of these settings, on {@code s3}. */
+    public static StagingStore store(S3Client s3, StagingSettings staging) {
+        return new StagingStore(s3, staging);
+    }
 
-  /** The table's identifier, {@code namespace.name}. */
-  public static TableIdentifier table(TableSettings table) {
-    return TableIdentifier.of(table.namespace(), table.name());
-  }
+    /** The table's identifier, {@code namespace.name}. */
+    public static TableIdentifier table(TableSettings table) {
+        return TableIdentifier.of(table.namespace(), table.name());
+    }
 
-  /** The change history's identifier, or null when HISTORY_TABLE names none. */
-  public static TableIdentifier history(TableSettings table) {
-    return table.historyTable() == null ? null : TableIdentifier.of(table.namespace(), table.historyTable());
-  }
+    /** The change history's identifier, or null when HISTORY_TABLE names none. */
+    public static TableIdentifier history(TableSettings table) {
+        return table.historyTable() == null ? null : TableIdentifier.of(table.namespace(), table.historyTable());
+    }
 }

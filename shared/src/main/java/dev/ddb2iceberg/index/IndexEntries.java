@@ -14,310 +14,330 @@ import java.util.Map;
  * tombstone: the key has no live row any more.
  */
 public final class IndexEntries {
-  /** One entry; {@code file} is null for a tombstone. */
-  public record Entry(byte[] key, String file, long position, BigInteger sequence) {
-    public boolean isTombstone() {
-      return file == null;
-    }
-  }
-
-  static final IndexEntries EMPTY = new Builder().build();
-
-  public static IndexEntries empty() {
-    return EMPTY;
-  }
-
-  private final byte[] keyData;
-  private final int[] keyEnds;
-  private final String[] files;
-  private final int[] fileRefs; // -1: tombstone
-  private final long[] positions;
-  private final byte[] sequenceData;
-  private final int[] sequenceEnds;
-
-  private IndexEntries(byte[] keyData, int[] keyEnds, String[] files, int[] fileRefs, long[] positions,
-      byte[] sequenceData, int[] sequenceEnds) {
-    this.keyData = keyData;
-    this.keyEnds = keyEnds;
-    this.files = files;
-    this.fileRefs = fileRefs;
-    this.positions = positions;
-    this.sequenceData = sequenceData;
-    this.sequenceEnds = sequenceEnds;
-  }
-
-  public int size() {
-    return keyEnds.length;
-  }
-
-  /** Bytes these entries hold in memory, roughly: what the cache counts. */
-  public long memoryBytes() {
-    long fileBytes = 0;
-    for (String f : files) {
-      fileBytes += 40 + 2L * f.length();
-    }
-    return keyData.length + sequenceData.length + 20L * size() + fileBytes + 100;
-  }
-
-  /** The entry of a key, or null when these entries do not mention it. */
-  public Entry find(byte[] key) {
-    int lo = 0;
-    int hi = size() - 1;
-    while (lo <= hi) {
-      int mid = (lo + hi) >>> 1;
-      int c = Arrays.compareUnsigned(keyData, keyFrom(mid), keyEnds[mid], key, 0, key.length);
-      if (c < 0) {
-        lo = mid + 1;
-      } else if (c > 0) {
-        hi = mid - 1;
-      } else {
-        return entry(mid);
-      }
-    }
-    return null;
-  }
-
-  public Entry entry(int i) {
-    return new Entry(key(i), fileRefs[i] < 0 ? null : files[fileRefs[i]], positions[i], new BigInteger(sequence(i)));
-  }
-
-  byte[] key(int i) {
-    return Arrays.copyOfRange(keyData, keyFrom(i), keyEnds[i]);
-  }
-
-  byte[] sequence(int i) {
-    return Arrays.copyOfRange(sequenceData, i == 0 ? 0 : sequenceEnds[i - 1], sequenceEnds[i]);
-  }
-
-  long position(int i) {
-    return positions[i];
-  }
-
-  private int keyFrom(int i) {
-    return i == 0 ? 0 : keyEnds[i - 1];
-  }
-
-  private int compareKeys(int i, IndexEntries other, int j) {
-    return Arrays.compareUnsigned(keyData, keyFrom(i), keyEnds[i], other.keyData, other.keyFrom(j), other.keyEnds[j]);
-  }
-
-  String[] files() {
-    return files;
-  }
-
-  int fileRef(int i) {
-    return fileRefs[i];
-  }
-
-  /**
-   * These entries with {@code newer} laid over them: a key in both takes newer's entry. RemovalsFile
-   * are dropped when {@code keepTombstones} is false (a base part has nothing under it). Both are
-   * sorted, so this is one merging pass, with no object per entry: a fold of a part of millions of
-   * entries costs the new arrays and nothing more.
-   */
-  public IndexEntries overlay(IndexEntries newer, boolean keepTombstones) {
-    Appender out = new Appender(new String[0], size() + newer.size());
-    FileRefs ourFiles = new FileRefs(files, out);
-    FileRefs newerFiles = new FileRefs(newer.files, out);
-    int i = 0;
-    int j = 0;
-    while (i < size() || j < newer.size()) {
-      int c = i == size() ? 1 : j == newer.size() ? -1 : compareKeys(i, newer, j);
-      IndexEntries from = c < 0 ? this : newer;
-      int at = c < 0 ? i : j;
-      if (keepTombstones || from.fileRefs[at] >= 0) {
-        out.copy(from, at, (c < 0 ? ourFiles : newerFiles).map(from.fileRefs[at]));
-      }
-      if (c <= 0) {
-        i++;
-      }
-      if (c >= 0) {
-        j++;
-      }
-    }
-    return out.build();
-  }
-
-  /** A key as a map key (arrays compare by identity). */
-  public record ByteKey(byte[] bytes) {
-    @Override
-    public boolean equals(Object o) {
-      return o instanceof ByteKey k && Arrays.equals(bytes, k.bytes);
+    /** One entry; {@code file} is null for a tombstone. */
+    public record Entry(byte[] key, String file, long position, BigInteger sequence) {
+        public boolean isTombstone() {
+            return file == null;
+        }
     }
 
-    @Override
-    public int hashCode() {
-      return Arrays.hashCode(bytes);
-    }
-  }
+    static final IndexEntries EMPTY = new Builder().build();
 
-  /**
-   * Collects entries in any order, packed as they come (about 60 bytes an entry for a 25-byte
-   * key, where a map of entry objects costs 200), and sorts them once in {@link #build}; a key
-   * added twice keeps the last. Not thread-safe.
-   */
-  public static final class Builder {
-    private final Appender packed = new Appender(new String[0], 16);
-
-    public Builder add(Entry e) {
-      return add(e.key(), e.file(), e.position(), e.sequence().toByteArray());
+    public static IndexEntries empty() {
+        return EMPTY;
     }
 
-    public Builder add(byte[] key, String file, long position, byte[] sequence) {
-      packed.appendUnordered(key, file == null ? -1 : packed.fileId(file), position, sequence);
-      return this;
+    private final byte[] keyData;
+    private final int[] keyEnds;
+    private final String[] files;
+    private final int[] fileRefs; // -1: tombstone
+    private final long[] positions;
+    private final byte[] sequenceData;
+    private final int[] sequenceEnds;
+
+    private IndexEntries(
+            byte[] keyData,
+            int[] keyEnds,
+            String[] files,
+            int[] fileRefs,
+            long[] positions,
+            byte[] sequenceData,
+            int[] sequenceEnds) {
+        this.keyData = keyData;
+        this.keyEnds = keyEnds;
+        this.files = files;
+        this.fileRefs = fileRefs;
+        this.positions = positions;
+        this.sequenceData = sequenceData;
+        this.sequenceEnds = sequenceEnds;
     }
 
     public int size() {
-      return packed.n;
+        return keyEnds.length;
     }
 
-    /** Memory held so far, roughly. */
+    /** Bytes these entries hold in memory, roughly: what the cache counts. */
     public long memoryBytes() {
-      return packed.keys.length + packed.sequences.length + 24L * packed.keyEnds.length;
-    }
-
-    public IndexEntries build() {
-      IndexEntries unsorted = packed.build();
-      Integer[] order = new Integer[unsorted.size()];
-      for (int i = 0; i < order.length; i++) {
-        order[i] = i;
-      }
-      // Stable: among equal keys the one added last stays last, and wins below.
-      Arrays.sort(order, (a, b) -> unsorted.compareKeys(a, unsorted, b));
-      Appender sorted = new Appender(new String[0], order.length);
-      FileRefs refs = new FileRefs(unsorted.files, sorted);
-      for (int k = 0; k < order.length; k++) {
-        int i = order[k];
-        if (k + 1 < order.length && unsorted.compareKeys(i, unsorted, order[k + 1]) == 0) {
-          continue; // a later entry of the same key follows
+        long fileBytes = 0;
+        for (String f : files) {
+            fileBytes += 40 + 2L * f.length();
         }
-        sorted.copy(unsorted, i, refs.map(unsorted.fileRefs[i]));
-      }
-      return sorted.build();
-    }
-  }
-
-  /**
-   * Maps one entries' file references to an appender's, adding a file to its table only when an
-   * entry that points to it is copied: files no entry points to any more (rewritten by compaction,
-   * all rows replaced) leave the table at the next fold.
-   */
-  private static final class FileRefs {
-    private final String[] names;
-    private final int[] mapped;
-    private final Appender out;
-
-    FileRefs(String[] names, Appender out) {
-      this.names = names;
-      this.mapped = new int[names.length];
-      this.out = out;
-      Arrays.fill(mapped, -1);
+        return keyData.length + sequenceData.length + 20L * size() + fileBytes + 100;
     }
 
-    int map(int ref) {
-      if (ref < 0) {
-        return -1; // a tombstone
-      }
-      if (mapped[ref] < 0) {
-        mapped[ref] = out.fileId(names[ref]);
-      }
-      return mapped[ref];
-    }
-  }
-
-  /**
-   * Packs entries into growing arrays; {@link #append} takes them in key order (as a file holds
-   * them), checking the order.
-   */
-  static final class Appender {
-    private final List<String> files;
-    private final Map<String, Integer> fileIds = new HashMap<>();
-    private byte[] keys;
-    private byte[] sequences;
-    private int keyBytes;
-    private int sequenceBytes;
-    private int[] keyEnds;
-    private int[] seqEnds;
-    private int[] refs;
-    private long[] positions;
-    private int n;
-
-    /** {@code files}: the data file table the references given to {@link #append} point into. */
-    Appender(String[] files, int expectedCount) {
-      this.files = new ArrayList<>(Arrays.asList(files));
-      for (int f = 0; f < files.length; f++) {
-        fileIds.put(files[f], f);
-      }
-      int count = Math.max(expectedCount, 1);
-      keyEnds = new int[count];
-      seqEnds = new int[count];
-      refs = new int[count];
-      positions = new long[count];
-      keys = new byte[count * 16];
-      sequences = new byte[count * 8];
+    /** The entry of a key, or null when these entries do not mention it. */
+    public Entry find(byte[] key) {
+        int lo = 0;
+        int hi = size() - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            int c = Arrays.compareUnsigned(keyData, keyFrom(mid), keyEnds[mid], key, 0, key.length);
+            if (c < 0) {
+                lo = mid + 1;
+            } else if (c > 0) {
+                hi = mid - 1;
+            } else {
+                return entry(mid);
+            }
+        }
+        return null;
     }
 
-    /** The reference of a data file, added to the table if new. */
-    int fileId(String file) {
-      return fileIds.computeIfAbsent(file, f -> {
-        files.add(f);
-        return files.size() - 1;
-      });
+    public Entry entry(int i) {
+        return new Entry(
+                key(i), fileRefs[i] < 0 ? null : files[fileRefs[i]], positions[i], new BigInteger(sequence(i)));
     }
 
-
-    /** False when the key is not above the previous one (a damaged file). */
-    boolean append(byte[] key, int fileRef, long position, byte[] sequence) {
-      if (n > 0 && Arrays.compareUnsigned(keys, n == 1 ? 0 : keyEnds[n - 2], keyEnds[n - 1],
-          key, 0, key.length) >= 0) {
-        return false;
-      }
-      appendUnordered(key, fileRef, position, sequence);
-      return true;
+    byte[] key(int i) {
+        return Arrays.copyOfRange(keyData, keyFrom(i), keyEnds[i]);
     }
 
-    void appendUnordered(byte[] key, int fileRef, long position, byte[] sequence) {
-      add(key, 0, key.length, fileRef, position, sequence, 0, sequence.length);
+    byte[] sequence(int i) {
+        return Arrays.copyOfRange(sequenceData, i == 0 ? 0 : sequenceEnds[i - 1], sequenceEnds[i]);
     }
 
-    /** Copies entry {@code i} of {@code from} (already in order), with its file as reference {@code fileRef}. */
-    void copy(IndexEntries from, int i, int fileRef) {
-      int seqFrom = i == 0 ? 0 : from.sequenceEnds[i - 1];
-      add(from.keyData, from.keyFrom(i), from.keyEnds[i] - from.keyFrom(i), fileRef, from.positions[i],
-          from.sequenceData, seqFrom, from.sequenceEnds[i] - seqFrom);
+    long position(int i) {
+        return positions[i];
     }
 
-    private void add(byte[] key, int keyOff, int keyLen, int fileRef, long position, byte[] seq, int seqOff,
-        int seqLen) {
-      if (n == keyEnds.length) {
-        int grown = n + Math.max(n >> 1, 16);
-        keyEnds = Arrays.copyOf(keyEnds, grown);
-        seqEnds = Arrays.copyOf(seqEnds, grown);
-        refs = Arrays.copyOf(refs, grown);
-        positions = Arrays.copyOf(positions, grown);
-      }
-      keys = ensure(keys, keyBytes + keyLen);
-      System.arraycopy(key, keyOff, keys, keyBytes, keyLen);
-      keyBytes += keyLen;
-      sequences = ensure(sequences, sequenceBytes + seqLen);
-      System.arraycopy(seq, seqOff, sequences, sequenceBytes, seqLen);
-      sequenceBytes += seqLen;
-      keyEnds[n] = keyBytes;
-      seqEnds[n] = sequenceBytes;
-      refs[n] = fileRef;
-      positions[n] = position;
-      n++;
+    private int keyFrom(int i) {
+        return i == 0 ? 0 : keyEnds[i - 1];
     }
 
-    private static byte[] ensure(byte[] a, int size) {
-      return size <= a.length ? a : Arrays.copyOf(a, Math.max(size, a.length + (a.length >> 1)));
+    private int compareKeys(int i, IndexEntries other, int j) {
+        return Arrays.compareUnsigned(
+                keyData, keyFrom(i), keyEnds[i], other.keyData, other.keyFrom(j), other.keyEnds[j]);
     }
 
-    IndexEntries build() {
-      return new IndexEntries(Arrays.copyOf(keys, keyBytes), Arrays.copyOf(keyEnds, n), files.toArray(String[]::new),
-          Arrays.copyOf(refs, n), Arrays.copyOf(positions, n), Arrays.copyOf(sequences, sequenceBytes),
-          Arrays.copyOf(seqEnds, n));
+    String[] files() {
+        return files;
     }
-  }
+
+    int fileRef(int i) {
+        return fileRefs[i];
+    }
+
+    /**
+     * These entries with {@code newer} laid over them: a key in both takes newer's entry. RemovalsFile
+     * are dropped when {@code keepTombstones} is false (a base part has nothing under it). Both are
+     * sorted, so this is one merging pass, with no object per entry: a fold of a part of millions of
+     * entries costs the new arrays and nothing more.
+     */
+    public IndexEntries overlay(IndexEntries newer, boolean keepTombstones) {
+        Appender out = new Appender(new String[0], size() + newer.size());
+        FileRefs ourFiles = new FileRefs(files, out);
+        FileRefs newerFiles = new FileRefs(newer.files, out);
+        int i = 0;
+        int j = 0;
+        while (i < size() || j < newer.size()) {
+            int c = i == size() ? 1 : j == newer.size() ? -1 : compareKeys(i, newer, j);
+            IndexEntries from = c < 0 ? this : newer;
+            int at = c < 0 ? i : j;
+            if (keepTombstones || from.fileRefs[at] >= 0) {
+                out.copy(from, at, (c < 0 ? ourFiles : newerFiles).map(from.fileRefs[at]));
+            }
+            if (c <= 0) {
+                i++;
+            }
+            if (c >= 0) {
+                j++;
+            }
+        }
+        return out.build();
+    }
+
+    /** A key as a map key (arrays compare by identity). */
+    public record ByteKey(byte[] bytes) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof ByteKey k && Arrays.equals(bytes, k.bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.hashCode(bytes);
+        }
+    }
+
+    /**
+     * Collects entries in any order, packed as they come (about 60 bytes an entry for a 25-byte
+     * key, where a map of entry objects costs 200), and sorts them once in {@link #build}; a key
+     * added twice keeps the last. Not thread-safe.
+     */
+    public static final class Builder {
+        private final Appender packed = new Appender(new String[0], 16);
+
+        public Builder add(Entry e) {
+            return add(e.key(), e.file(), e.position(), e.sequence().toByteArray());
+        }
+
+        public Builder add(byte[] key, String file, long position, byte[] sequence) {
+            packed.appendUnordered(key, file == null ? -1 : packed.fileId(file), position, sequence);
+            return this;
+        }
+
+        public int size() {
+            return packed.n;
+        }
+
+        /** Memory held so far, roughly. */
+        public long memoryBytes() {
+            return packed.keys.length + packed.sequences.length + 24L * packed.keyEnds.length;
+        }
+
+        public IndexEntries build() {
+            IndexEntries unsorted = packed.build();
+            Integer[] order = new Integer[unsorted.size()];
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+            }
+            // Stable: among equal keys the one added last stays last, and wins below.
+            Arrays.sort(order, (a, b) -> unsorted.compareKeys(a, unsorted, b));
+            Appender sorted = new Appender(new String[0], order.length);
+            FileRefs refs = new FileRefs(unsorted.files, sorted);
+            for (int k = 0; k < order.length; k++) {
+                int i = order[k];
+                if (k + 1 < order.length && unsorted.compareKeys(i, unsorted, order[k + 1]) == 0) {
+                    continue; // a later entry of the same key follows
+                }
+                sorted.copy(unsorted, i, refs.map(unsorted.fileRefs[i]));
+            }
+            return sorted.build();
+        }
+    }
+
+    /**
+     * Maps one entries' file references to an appender's, adding a file to its table only when an
+     * entry that points to it is copied: files no entry points to any more (rewritten by compaction,
+     * all rows replaced) leave the table at the next fold.
+     */
+    private static final class FileRefs {
+        private final String[] names;
+        private final int[] mapped;
+        private final Appender out;
+
+        FileRefs(String[] names, Appender out) {
+            this.names = names;
+            this.mapped = new int[names.length];
+            this.out = out;
+            Arrays.fill(mapped, -1);
+        }
+
+        int map(int ref) {
+            if (ref < 0) {
+                return -1; // a tombstone
+            }
+            if (mapped[ref] < 0) {
+                mapped[ref] = out.fileId(names[ref]);
+            }
+            return mapped[ref];
+        }
+    }
+
+    /**
+     * Packs entries into growing arrays; {@link #append} takes them in key order (as a file holds
+     * them), checking the order.
+     */
+    static final class Appender {
+        private final List<String> files;
+        private final Map<String, Integer> fileIds = new HashMap<>();
+        private byte[] keys;
+        private byte[] sequences;
+        private int keyBytes;
+        private int sequenceBytes;
+        private int[] keyEnds;
+        private int[] seqEnds;
+        private int[] refs;
+        private long[] positions;
+        private int n;
+
+        /** {@code files}: the data file table the references given to {@link #append} point into. */
+        Appender(String[] files, int expectedCount) {
+            this.files = new ArrayList<>(Arrays.asList(files));
+            for (int f = 0; f < files.length; f++) {
+                fileIds.put(files[f], f);
+            }
+            int count = Math.max(expectedCount, 1);
+            keyEnds = new int[count];
+            seqEnds = new int[count];
+            refs = new int[count];
+            positions = new long[count];
+            keys = new byte[count * 16];
+            sequences = new byte[count * 8];
+        }
+
+        /** The reference of a data file, added to the table if new. */
+        int fileId(String file) {
+            return fileIds.computeIfAbsent(file, f -> {
+                files.add(f);
+                return files.size() - 1;
+            });
+        }
+
+        /** False when the key is not above the previous one (a damaged file). */
+        boolean append(byte[] key, int fileRef, long position, byte[] sequence) {
+            if (n > 0
+                    && Arrays.compareUnsigned(keys, n == 1 ? 0 : keyEnds[n - 2], keyEnds[n - 1], key, 0, key.length)
+                            >= 0) {
+                return false;
+            }
+            appendUnordered(key, fileRef, position, sequence);
+            return true;
+        }
+
+        void appendUnordered(byte[] key, int fileRef, long position, byte[] sequence) {
+            add(key, 0, key.length, fileRef, position, sequence, 0, sequence.length);
+        }
+
+        /** Copies entry {@code i} of {@code from} (already in order), with its file as reference {@code fileRef}. */
+        void copy(IndexEntries from, int i, int fileRef) {
+            int seqFrom = i == 0 ? 0 : from.sequenceEnds[i - 1];
+            add(
+                    from.keyData,
+                    from.keyFrom(i),
+                    from.keyEnds[i] - from.keyFrom(i),
+                    fileRef,
+                    from.positions[i],
+                    from.sequenceData,
+                    seqFrom,
+                    from.sequenceEnds[i] - seqFrom);
+        }
+
+        private void add(
+                byte[] key, int keyOff, int keyLen, int fileRef, long position, byte[] seq, int seqOff, int seqLen) {
+            if (n == keyEnds.length) {
+                int grown = n + Math.max(n >> 1, 16);
+                keyEnds = Arrays.copyOf(keyEnds, grown);
+                seqEnds = Arrays.copyOf(seqEnds, grown);
+                refs = Arrays.copyOf(refs, grown);
+                positions = Arrays.copyOf(positions, grown);
+            }
+            keys = ensure(keys, keyBytes + keyLen);
+            System.arraycopy(key, keyOff, keys, keyBytes, keyLen);
+            keyBytes += keyLen;
+            sequences = ensure(sequences, sequenceBytes + seqLen);
+            System.arraycopy(seq, seqOff, sequences, sequenceBytes, seqLen);
+            sequenceBytes += seqLen;
+            keyEnds[n] = keyBytes;
+            seqEnds[n] = sequenceBytes;
+            refs[n] = fileRef;
+            positions[n] = position;
+            n++;
+        }
+
+        private static byte[] ensure(byte[] a, int size) {
+            return size <= a.length ? a : Arrays.copyOf(a, Math.max(size, a.length + (a.length >> 1)));
+        }
+
+        IndexEntries build() {
+            return new IndexEntries(
+                    Arrays.copyOf(keys, keyBytes),
+                    Arrays.copyOf(keyEnds, n),
+                    files.toArray(String[]::new),
+                    Arrays.copyOf(refs, n),
+                    Arrays.copyOf(positions, n),
+                    Arrays.copyOf(sequences, sequenceBytes),
+                    Arrays.copyOf(seqEnds, n));
+        }
+    }
 }

@@ -1,19 +1,19 @@
 package dev.ddb2iceberg.index;
 
-import java.io.FilterOutputStream;
-import java.nio.charset.StandardCharsets;
-import java.util.zip.ZipException;
-import org.apache.iceberg.exceptions.NotFoundException;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
+import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
+import java.util.zip.ZipException;
+import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.OutputFile;
 
@@ -23,124 +23,125 @@ import org.apache.iceberg.io.OutputFile;
  * counts make a truncated or damaged file fail to read, never read as fewer entries.
  */
 final class IndexFile {
-  private static final int MAGIC = 0xDD81_0001;
-  private static final int END = 0xDD81_FFFF;
+    private static final int MAGIC = 0xDD81_0001;
+    private static final int END = 0xDD81_FFFF;
 
-  private IndexFile() {}
+    private IndexFile() {}
 
-  /** Writes the file; returns its size in storage (so no request is needed to learn it). */
-  static long write(FileIO io, String location, IndexEntries entries) {
-    OutputFile file = io.newOutputFile(location);
-    CountingOutputStream raw;
-    try (CountingOutputStream counted = new CountingOutputStream(file.createOrOverwrite());
-        GZIPOutputStream gzip = new GZIPOutputStream(counted, 1 << 16)) {
-      raw = counted;
-      ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
-      writeInt(buf, MAGIC);
-      Varints.write(buf, entries.size());
-      String[] files = entries.files();
-      Varints.write(buf, files.length);
-      for (String f : files) {
-        byte[] b = f.getBytes(StandardCharsets.UTF_8);
-        Varints.write(buf, b.length);
-        buf.writeBytes(b);
-      }
-      for (int i = 0; i < entries.size(); i++) {
-        byte[] key = entries.key(i);
-        Varints.write(buf, key.length);
-        buf.writeBytes(key);
-        Varints.write(buf, entries.fileRef(i) + 1L); // 0: tombstone
-        Varints.write(buf, entries.position(i));
-        byte[] seq = entries.sequence(i);
-        Varints.write(buf, seq.length);
-        buf.writeBytes(seq);
-        if (buf.size() > (1 << 16)) {
-          buf.writeTo(gzip);
-          buf.reset();
+    /** Writes the file; returns its size in storage (so no request is needed to learn it). */
+    static long write(FileIO io, String location, IndexEntries entries) {
+        OutputFile file = io.newOutputFile(location);
+        CountingOutputStream raw;
+        try (CountingOutputStream counted = new CountingOutputStream(file.createOrOverwrite());
+                GZIPOutputStream gzip = new GZIPOutputStream(counted, 1 << 16)) {
+            raw = counted;
+            ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
+            writeInt(buf, MAGIC);
+            Varints.write(buf, entries.size());
+            String[] files = entries.files();
+            Varints.write(buf, files.length);
+            for (String f : files) {
+                byte[] b = f.getBytes(StandardCharsets.UTF_8);
+                Varints.write(buf, b.length);
+                buf.writeBytes(b);
+            }
+            for (int i = 0; i < entries.size(); i++) {
+                byte[] key = entries.key(i);
+                Varints.write(buf, key.length);
+                buf.writeBytes(key);
+                Varints.write(buf, entries.fileRef(i) + 1L); // 0: tombstone
+                Varints.write(buf, entries.position(i));
+                byte[] seq = entries.sequence(i);
+                Varints.write(buf, seq.length);
+                buf.writeBytes(seq);
+                if (buf.size() > (1 << 16)) {
+                    buf.writeTo(gzip);
+                    buf.reset();
+                }
+            }
+            writeInt(buf, END);
+            buf.writeTo(gzip);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not write key index file " + location, e);
         }
-      }
-      writeInt(buf, END);
-      buf.writeTo(gzip);
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not write key index file " + location, e);
-    }
-    return raw.count;
-  }
-
-  /** Counts the bytes that pass, for the size of a file just written. */
-  private static final class CountingOutputStream extends FilterOutputStream {
-    long count;
-
-    CountingOutputStream(OutputStream out) {
-      super(out);
+        return raw.count;
     }
 
-    @Override
-    public void write(int b) throws IOException {
-      out.write(b);
-      count++;
-    }
+    /** Counts the bytes that pass, for the size of a file just written. */
+    private static final class CountingOutputStream extends FilterOutputStream {
+        long count;
 
-    @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      out.write(b, off, len);
-      count += len;
-    }
-  }
-
-  /** Reads a file; a missing, truncated or damaged one throws {@link DamagedIndexException}. */
-  static IndexEntries read(FileIO io, String location) {
-    try (InputStream raw = io.newInputFile(location).newStream();
-        DataInputStream in = new DataInputStream(new BufferedInputStream(new GZIPInputStream(raw, 1 << 16), 1 << 16))) {
-      if (in.readInt() != MAGIC) {
-        throw new DamagedIndexException(location + " is not a key index file");
-      }
-      long count = Varints.read(in);
-      int fileCount = (int) Varints.read(in);
-      String[] files = new String[fileCount];
-      for (int f = 0; f < fileCount; f++) {
-        files[f] = new String(in.readNBytes((int) Varints.read(in)), StandardCharsets.UTF_8);
-      }
-      if (count > Integer.MAX_VALUE) {
-        throw new DamagedIndexException(location + " claims " + count + " entries");
-      }
-      IndexEntries.Appender entries = new IndexEntries.Appender(files, (int) count);
-      for (long i = 0; i < count; i++) {
-        byte[] key = readBytes(in);
-        int ref = (int) Varints.read(in) - 1;
-        long position = Varints.read(in);
-        byte[] seq = readBytes(in);
-        if (ref >= fileCount || seq.length == 0 || !entries.append(key, ref, position, seq)) {
-          throw new DamagedIndexException(location + " has a damaged entry (" + i + " of " + count + ")");
+        CountingOutputStream(OutputStream out) {
+            super(out);
         }
-      }
-      if (in.readInt() != END || in.read() != -1) {
-        throw new DamagedIndexException(location + " does not end where its entry count says");
-      }
-      return entries.build();
-    } catch (EOFException | ZipException e) {
-      throw new DamagedIndexException(location + " is truncated or damaged (" + e.getMessage() + ")");
-    } catch (NotFoundException e) {
-      throw new DamagedIndexException(location + " is missing");
-    } catch (IOException e) {
-      // Anything else (a network error) may pass: the run fails and the next one reads the index again.
-      throw new UncheckedIOException("could not read key index file " + location, e);
-    }
-  }
 
-  private static byte[] readBytes(DataInputStream in) throws IOException {
-    int n = (int) Varints.read(in);
-    byte[] b = in.readNBytes(n);
-    if (b.length != n) {
-      throw new EOFException();
-    }
-    return b;
-  }
+        @Override
+        public void write(int b) throws IOException {
+            out.write(b);
+            count++;
+        }
 
-  private static void writeInt(ByteArrayOutputStream out, int v) {
-    out.write(v >>> 24);
-    out.write(v >>> 16);
-    out.write(v >>> 8);
-    out.write(v);
-  }
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+            count += len;
+        }
+    }
+
+    /** Reads a file; a missing, truncated or damaged one throws {@link DamagedIndexException}. */
+    static IndexEntries read(FileIO io, String location) {
+        try (InputStream raw = io.newInputFile(location).newStream();
+                DataInputStream in =
+                        new DataInputStream(new BufferedInputStream(new GZIPInputStream(raw, 1 << 16), 1 << 16))) {
+            if (in.readInt() != MAGIC) {
+                throw new DamagedIndexException(location + " is not a key index file");
+            }
+            long count = Varints.read(in);
+            int fileCount = (int) Varints.read(in);
+            String[] files = new String[fileCount];
+            for (int f = 0; f < fileCount; f++) {
+                files[f] = new String(in.readNBytes((int) Varints.read(in)), StandardCharsets.UTF_8);
+            }
+            if (count > Integer.MAX_VALUE) {
+                throw new DamagedIndexException(location + " claims " + count + " entries");
+            }
+            IndexEntries.Appender entries = new IndexEntries.Appender(files, (int) count);
+            for (long i = 0; i < count; i++) {
+                byte[] key = readBytes(in);
+                int ref = (int) Varints.read(in) - 1;
+                long position = Varints.read(in);
+                byte[] seq = readBytes(in);
+                if (ref >= fileCount || seq.length == 0 || !entries.append(key, ref, position, seq)) {
+                    throw new DamagedIndexException(location + " has a damaged entry (" + i + " of " + count + ")");
+                }
+            }
+            if (in.readInt() != END || in.read() != -1) {
+                throw new DamagedIndexException(location + " does not end where its entry count says");
+            }
+            return entries.build();
+        } catch (EOFException | ZipException e) {
+            throw new DamagedIndexException(location + " is truncated or damaged (" + e.getMessage() + ")");
+        } catch (NotFoundException e) {
+            throw new DamagedIndexException(location + " is missing");
+        } catch (IOException e) {
+            // Anything else (a network error) may pass: the run fails and the next one reads the index again.
+            throw new UncheckedIOException("could not read key index file " + location, e);
+        }
+    }
+
+    private static byte[] readBytes(DataInputStream in) throws IOException {
+        int n = (int) Varints.read(in);
+        byte[] b = in.readNBytes(n);
+        if (b.length != n) {
+            throw new EOFException();
+        }
+        return b;
+    }
+
+    private static void writeInt(ByteArrayOutputStream out, int v) {
+        out.write(v >>> 24);
+        out.write(v >>> 16);
+        out.write(v >>> 8);
+        out.write(v);
+    }
 }

@@ -6,26 +6,26 @@ import java.io.IOException;
 
 /** Unsigned LEB128 integers: small numbers (lengths, positions) take one or two bytes. */
 final class Varints {
-  private Varints() {}
+    private Varints() {}
 
-  static void write(ByteArrayOutputStream out, long value) {
-    long v = value;
-    while ((v & ~0x7FL) != 0) {
-      out.write((int) ((v & 0x7F) | 0x80));
-      v >>>= 7;
+    static void write(ByteArrayOutputStream out, long value) {
+        long v = value;
+        while ((v & ~0x7FL) != 0) {
+            out.write((int) ((v & 0x7F) | 0x80));
+            v >>>= 7;
+        }
+        out.write((int) v);
     }
-    out.write((int) v);
-  }
 
-  static long read(DataInput in) throws IOException {
-    long value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      byte b = in.readByte();
-      value |= (long) (b & 0x7F) << shift;
-      if ((b & 0x80) == 0) {
-        return value;
-      }
+    static long read(DataInput in) throws IOException {
+        long value = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            byte b = in.readByte();
+            value |= (long) (b & 0x7F) << shift;
+            if ((b & 0x80) == 0) {
+                return value;
+            }
+        }
+        throw new IOException("a varint longer than 64 bits: the index file is damaged");
     }
-    throw new IOException("a varint longer than 64 bits: the index file is damaged");
-  }
 }

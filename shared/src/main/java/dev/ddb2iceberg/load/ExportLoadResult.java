@@ -18,6 +18,18 @@ package dev.ddb2iceberg.load;
  * @param done the whole export is in the table; loading it again does nothing
  * @param note what to do next, in words
  */
-public record ExportLoadResult(String exportId, String type, String exportTime, long itemsInExport, long itemsLoaded,
-    long itemsThisRun, long itemsWritten, long skipped, int files, int filesDone, int snapshots, boolean done,
-    String note, long millis) {}
+public record ExportLoadResult(
+        String exportId,
+        String type,
+        String exportTime,
+        long itemsInExport,
+        long itemsLoaded,
+        long itemsThisRun,
+        long itemsWritten,
+        long skipped,
+        int files,
+        int filesDone,
+        int snapshots,
+        boolean done,
+        String note,
+        long millis) {}

@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.lookup;
 
-import org.apache.iceberg.DataFile;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.index.DamagedIndexException;
 import dev.ddb2iceberg.index.IndexCache;
@@ -18,6 +17,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
@@ -40,167 +40,180 @@ import org.slf4j.LoggerFactory;
  * rebuilt index.
  */
 public final class IndexLookup implements LiveRowLookup {
-  private static final Logger LOG = LoggerFactory.getLogger(IndexLookup.class);
+    private static final Logger LOG = LoggerFactory.getLogger(IndexLookup.class);
 
-  private final ExecutorService pool;
-  private final IndexCache cache;
-  private final int parts;
-  private final long buildMemoryBytes;
-  private Long baseSnapshotId;
-  private int rewrittenFilesRead; // data files read to follow other writers' rewrites
-  private KeyIndex index; // the base snapshot's index: trusted, or rebuilt
-  private final List<String> writtenFiles = new ArrayList<>(); // index files this attempt wrote (a rebuild's parts, moves)
+    private final ExecutorService pool;
+    private final IndexCache cache;
+    private final int parts;
+    private final long buildMemoryBytes;
+    private Long baseSnapshotId;
+    private int rewrittenFilesRead; // data files read to follow other writers' rewrites
+    private KeyIndex index; // the base snapshot's index: trusted, or rebuilt
+    private final List<String> writtenFiles =
+            new ArrayList<>(); // index files this attempt wrote (a rebuild's parts, moves)
 
-  /** @param buildMemoryBytes memory a rebuild may use; past it, it makes several passes */
-  public IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes) {
-    this.pool = pool;
-    this.cache = cache;
-    this.parts = parts;
-    this.buildMemoryBytes = buildMemoryBytes;
-  }
-
-  @Override
-  public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
-    if (snapshotId == null) {
-      index = KeyIndex.newBuild(table, parts, cache).finish(); // a new table: its index starts with this commit
-      return Found.NOTHING;
+    /** @param buildMemoryBytes memory a rebuild may use; past it, it makes several passes */
+    public IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes) {
+        this.pool = pool;
+        this.cache = cache;
+        this.parts = parts;
+        this.buildMemoryBytes = buildMemoryBytes;
     }
-    baseSnapshotId = snapshotId;
-    Snapshot snapshot = table.snapshot(snapshotId);
-    Map<String, FileScanTask> tasks = plan(table, snapshotId);
-    Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>();
-    for (List<Object> key : keys) {
-      byBytes.put(new IndexEntries.ByteKey(IndexKeys.encode(key)), key);
-    }
-    List<byte[]> encoded = byBytes.keySet().stream().map(IndexEntries.ByteKey::bytes).toList();
 
-    Map<IndexEntries.ByteKey, IndexEntries.Entry> hits = null;
-    String why = null;
-    KeyIndex.Resolved resolved = KeyIndex.resolve(table, snapshot);
-    String manifest = resolved.manifest();
-    if (manifest == null) {
-      why = resolved.why();
-    } else {
-      try {
-        List<String> moves = new ArrayList<>();
-        for (KeyIndex.Step step : resolved.steps()) {
-          moves.add(step.moves() != null ? step.moves() : movesOfRewrite(table, layout, step.rewrittenBy(), tasks));
+    @Override
+    public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
+        if (snapshotId == null) {
+            index = KeyIndex.newBuild(table, parts, cache).finish(); // a new table: its index starts with this commit
+            return Found.NOTHING;
         }
-        index = KeyIndex.open(table, manifest, moves, cache);
-        hits = index.lookup(encoded, pool);
-        for (IndexEntries.Entry e : hits.values()) {
-          if (!tasks.containsKey(e.file())) {
-            why = "key index " + manifest + " points a key to data file " + e.file() + ", which snapshot "
-                + snapshotId + " does not hold";
-            break;
-          }
+        baseSnapshotId = snapshotId;
+        Snapshot snapshot = table.snapshot(snapshotId);
+        Map<String, FileScanTask> tasks = plan(table, snapshotId);
+        Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>();
+        for (List<Object> key : keys) {
+            byBytes.put(new IndexEntries.ByteKey(IndexKeys.encode(key)), key);
         }
-      } catch (DamagedIndexException damaged) {
-        why = damaged.getMessage();
-      }
-    }
-    int filesRead = rewrittenFilesRead;
-    if (why != null) {
-      rebuild(table, layout, tasks, why);
-      hits = index.lookup(encoded, pool);
-      filesRead = tasks.size();
+        List<byte[]> encoded =
+                byBytes.keySet().stream().map(IndexEntries.ByteKey::bytes).toList();
+
+        Map<IndexEntries.ByteKey, IndexEntries.Entry> hits = null;
+        String why = null;
+        KeyIndex.Resolved resolved = KeyIndex.resolve(table, snapshot);
+        String manifest = resolved.manifest();
+        if (manifest == null) {
+            why = resolved.why();
+        } else {
+            try {
+                List<String> moves = new ArrayList<>();
+                for (KeyIndex.Step step : resolved.steps()) {
+                    moves.add(
+                            step.moves() != null
+                                    ? step.moves()
+                                    : movesOfRewrite(table, layout, step.rewrittenBy(), tasks));
+                }
+                index = KeyIndex.open(table, manifest, moves, cache);
+                hits = index.lookup(encoded, pool);
+                for (IndexEntries.Entry e : hits.values()) {
+                    if (!tasks.containsKey(e.file())) {
+                        why = "key index " + manifest + " points a key to data file " + e.file() + ", which snapshot "
+                                + snapshotId + " does not hold";
+                        break;
+                    }
+                }
+            } catch (DamagedIndexException damaged) {
+                why = damaged.getMessage();
+            }
+        }
+        int filesRead = rewrittenFilesRead;
+        if (why != null) {
+            rebuild(table, layout, tasks, why);
+            hits = index.lookup(encoded, pool);
+            filesRead = tasks.size();
+        }
+
+        Map<List<Object>, List<LiveRow>> rows = new HashMap<>();
+        Map<String, Long> liveRowsByFile = new HashMap<>();
+        for (Map.Entry<IndexEntries.ByteKey, IndexEntries.Entry> hit : hits.entrySet()) {
+            IndexEntries.Entry e = hit.getValue();
+            FileScanTask task = tasks.get(e.file());
+            rows.put(
+                    byBytes.get(hit.getKey()),
+                    List.of(new LiveRow(
+                            task, e.position(), SequenceNumbers.pad(e.sequence().toString()))));
+            Long live = liveRows(task);
+            if (live != null) {
+                liveRowsByFile.put(e.file(), live);
+            }
+        }
+        return new Found(rows, liveRowsByFile, List.copyOf(tasks.values()), filesRead);
     }
 
-    Map<List<Object>, List<LiveRow>> rows = new HashMap<>();
-    Map<String, Long> liveRowsByFile = new HashMap<>();
-    for (Map.Entry<IndexEntries.ByteKey, IndexEntries.Entry> hit : hits.entrySet()) {
-      IndexEntries.Entry e = hit.getValue();
-      FileScanTask task = tasks.get(e.file());
-      rows.put(byBytes.get(hit.getKey()), List.of(new LiveRow(task, e.position(),
-          SequenceNumbers.pad(e.sequence().toString()))));
-      Long live = liveRows(task);
-      if (live != null) {
-        liveRowsByFile.put(e.file(), live);
-      }
+    @Override
+    public Recorded record(
+            Table table, TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed) {
+        IndexEntries.Builder changes = new IndexEntries.Builder();
+        for (WrittenRow r : written) {
+            changes.add(new IndexEntries.Entry(
+                    IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(), new BigInteger((String)
+                            r.row().getField(TableLayout.SEQ))));
+        }
+        for (List<Object> key : removed) {
+            changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
+        }
+        IndexEntries delta = changes.build();
+        KeyIndex.Written next;
+        try {
+            next = index.withChanges(table, delta, pool);
+        } catch (DamagedIndexException damaged) {
+            // Folding deltas reads parts this run's lookups did not need; one of them is damaged.
+            rebuild(table, layout, plan(table, baseSnapshotId), damaged.getMessage());
+            next = index.withChanges(table, delta, pool);
+        }
+        List<String> files = new ArrayList<>(writtenFiles);
+        files.addAll(next.files());
+        return new Recorded(Map.of(PipelineProperties.KEY_INDEX, next.manifest()), files);
     }
-    return new Found(rows, liveRowsByFile, List.copyOf(tasks.values()), filesRead);
-  }
 
-  @Override
-  public Recorded record(Table table, TableLayout layout, List<WrittenRow> written,
-      Collection<List<Object>> removed) {
-    IndexEntries.Builder changes = new IndexEntries.Builder();
-    for (WrittenRow r : written) {
-      changes.add(new IndexEntries.Entry(IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(),
-          new BigInteger((String) r.row().getField(TableLayout.SEQ))));
+    /**
+     * Where another writer's rewrite (S3 Tables' or Spark's compaction) put the rows it moved: the
+     * keys of the data files it added that the base snapshot still holds (with their deletes), read
+     * once and written as a moves delta, which the next index version names like our own
+     * compaction's. Its cost follows what was rewritten, not the table. A rewrite that dropped rows
+     * leaves entries pointing to files that are gone; a lookup that meets one rebuilds the index.
+     */
+    private String movesOfRewrite(Table table, TableLayout layout, long snapshotId, Map<String, FileScanTask> tasks) {
+        List<FileScanTask> added = new ArrayList<>();
+        for (DataFile f : table.snapshot(snapshotId).addedDataFiles(table.io())) {
+            FileScanTask task = tasks.get(f.location());
+            if (task != null) {
+                added.add(task); // a file a later rewrite replaced again is that rewrite's to move
+            }
+        }
+        LOG.info(
+                "Snapshot {} by another writer rewrote data files: reading the keys of the {} it added, to move their"
+                        + " rows in the key index",
+                snapshotId,
+                added.size());
+        String path = KeyIndex.writeMoves(table, IndexRebuild.entriesOf(table, layout, added, pool), cache);
+        writtenFiles.add(path);
+        rewrittenFilesRead += added.size();
+        return path;
     }
-    for (List<Object> key : removed) {
-      changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
-    }
-    IndexEntries delta = changes.build();
-    KeyIndex.Written next;
-    try {
-      next = index.withChanges(table, delta, pool);
-    } catch (DamagedIndexException damaged) {
-      // Folding deltas reads parts this run's lookups did not need; one of them is damaged.
-      rebuild(table, layout, plan(table, baseSnapshotId), damaged.getMessage());
-      next = index.withChanges(table, delta, pool);
-    }
-    List<String> files = new ArrayList<>(writtenFiles);
-    files.addAll(next.files());
-    return new Recorded(Map.of(PipelineProperties.KEY_INDEX, next.manifest()), files);
-  }
 
-  /**
-   * Where another writer's rewrite (S3 Tables' or Spark's compaction) put the rows it moved: the
-   * keys of the data files it added that the base snapshot still holds (with their deletes), read
-   * once and written as a moves delta, which the next index version names like our own
-   * compaction's. Its cost follows what was rewritten, not the table. A rewrite that dropped rows
-   * leaves entries pointing to files that are gone; a lookup that meets one rebuilds the index.
-   */
-  private String movesOfRewrite(Table table, TableLayout layout, long snapshotId, Map<String, FileScanTask> tasks) {
-    List<FileScanTask> added = new ArrayList<>();
-    for (DataFile f : table.snapshot(snapshotId).addedDataFiles(table.io())) {
-      FileScanTask task = tasks.get(f.location());
-      if (task != null) {
-        added.add(task); // a file a later rewrite replaced again is that rewrite's to move
-      }
+    /** Rebuilds the base snapshot's index from its data files, saying why in one line. */
+    private void rebuild(Table table, TableLayout layout, Map<String, FileScanTask> tasks, String why) {
+        LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(), why);
+        KeyIndex.Build build = IndexRebuild.build(table, layout, tasks.values(), parts, buildMemoryBytes, cache, pool);
+        writtenFiles.addAll(build.files());
+        index = build.finish();
     }
-    LOG.info("Snapshot {} by another writer rewrote data files: reading the keys of the {} it added, to move their"
-        + " rows in the key index", snapshotId, added.size());
-    String path = KeyIndex.writeMoves(table, IndexRebuild.entriesOf(table, layout, added, pool), cache);
-    writtenFiles.add(path);
-    rewrittenFilesRead += added.size();
-    return path;
-  }
 
-  /** Rebuilds the base snapshot's index from its data files, saying why in one line. */
-  private void rebuild(Table table, TableLayout layout, Map<String, FileScanTask> tasks, String why) {
-    LOG.warn("Rebuilding the key index from the key columns of {} data files: {}", tasks.size(), why);
-    KeyIndex.Build build = IndexRebuild.build(table, layout, tasks.values(), parts, buildMemoryBytes, cache, pool);
-    writtenFiles.addAll(build.files());
-    index = build.finish();
-  }
+    /** The snapshot's data files, with their deletes, by location. */
+    private static Map<String, FileScanTask> plan(Table table, long snapshotId) {
+        Map<String, FileScanTask> tasks = new HashMap<>();
+        try (CloseableIterable<FileScanTask> planned =
+                table.newScan().useSnapshot(snapshotId).planFiles()) {
+            planned.forEach(t -> tasks.put(t.file().location(), t));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return tasks;
+    }
 
-  /** The snapshot's data files, with their deletes, by location. */
-  private static Map<String, FileScanTask> plan(Table table, long snapshotId) {
-    Map<String, FileScanTask> tasks = new HashMap<>();
-    try (CloseableIterable<FileScanTask> planned = table.newScan().useSnapshot(snapshotId).planFiles()) {
-      planned.forEach(t -> tasks.put(t.file().location(), t));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    /**
+     * Live rows of a data file when its deletes make that certain: none, or exactly one file-scoped
+     * delete file or deletion vector (whose count is the file's deleted positions). Null otherwise.
+     */
+    private static Long liveRows(FileScanTask task) {
+        List<DeleteFile> deletes = task.deletes();
+        if (deletes.isEmpty()) {
+            return task.file().recordCount();
+        }
+        if (deletes.size() == 1
+                && deletes.get(0).content() == FileContent.POSITION_DELETES
+                && task.file().location().equals(ContentFileUtil.referencedDataFileLocation(deletes.get(0)))) {
+            return task.file().recordCount() - deletes.get(0).recordCount();
+        }
+        return null;
     }
-    return tasks;
-  }
-
-  /**
-   * Live rows of a data file when its deletes make that certain: none, or exactly one file-scoped
-   * delete file or deletion vector (whose count is the file's deleted positions). Null otherwise.
-   */
-  private static Long liveRows(FileScanTask task) {
-    List<DeleteFile> deletes = task.deletes();
-    if (deletes.isEmpty()) {
-      return task.file().recordCount();
-    }
-    if (deletes.size() == 1 && deletes.get(0).content() == FileContent.POSITION_DELETES
-        && task.file().location().equals(ContentFileUtil.referencedDataFileLocation(deletes.get(0)))) {
-      return task.file().recordCount() - deletes.get(0).recordCount();
-    }
-    return null;
-  }
 }

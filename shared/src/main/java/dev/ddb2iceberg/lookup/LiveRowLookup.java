@@ -14,37 +14,39 @@ import org.apache.iceberg.Table;
  * columns, {@link IndexLookup} reads the key index; tests hold one against the other.
  */
 public interface LiveRowLookup {
-  /**
-   * What was found, and what it cost.
-   *
-   * @param rows live rows by key (a key with none is absent)
-   * @param liveRowsByFile live rows in each data file where that is known, by location; a file
-   *     whose rows are all replaced or removed can then be dropped instead of given deletes
-   * @param files every data file of the snapshot, with its deletes (the merge picks small files to fold from them)
-   * @param filesRead data files (or index files) read to answer
-   */
-  record Found(Map<List<Object>, List<LiveRow>> rows, Map<String, Long> liveRowsByFile, List<FileScanTask> files,
-      int filesRead) {
-    static final Found NOTHING = new Found(Map.of(), Map.of(), List.of(), 0);
+    /**
+     * What was found, and what it cost.
+     *
+     * @param rows live rows by key (a key with none is absent)
+     * @param liveRowsByFile live rows in each data file where that is known, by location; a file
+     *     whose rows are all replaced or removed can then be dropped instead of given deletes
+     * @param files every data file of the snapshot, with its deletes (the merge picks small files to fold from them)
+     * @param filesRead data files (or index files) read to answer
+     */
+    record Found(
+            Map<List<Object>, List<LiveRow>> rows,
+            Map<String, Long> liveRowsByFile,
+            List<FileScanTask> files,
+            int filesRead) {
+        static final Found NOTHING = new Found(Map.of(), Map.of(), List.of(), 0);
 
-    /** Data files in the snapshot. */
-    public int filesInTable() {
-      return files.size();
+        /** Data files in the snapshot. */
+        public int filesInTable() {
+            return files.size();
+        }
     }
-  }
 
-  /** What a commit records for the next lookup: snapshot summary properties, and the files holding them. */
-  record Recorded(Map<String, String> properties, List<String> files) {
-    static final Recorded NOTHING = new Recorded(Map.of(), List.of());
-  }
+    /** What a commit records for the next lookup: snapshot summary properties, and the files holding them. */
+    record Recorded(Map<String, String> properties, List<String> files) {
+        static final Recorded NOTHING = new Recorded(Map.of(), List.of());
+    }
 
-  /** Live rows of the keys in snapshot {@code snapshotId}, or in an empty table when it is null. */
-  Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys);
+    /** Live rows of the keys in snapshot {@code snapshotId}, or in an empty table when it is null. */
+    Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys);
 
-  /**
-   * Called once the commit's rows are written, before it commits: records where the written rows
-   * are and which keys lost their rows ({@code removed}), for the lookups of later commits.
-   */
-  Recorded record(Table table, TableLayout layout, List<WrittenRow> written,
-      Collection<List<Object>> removed);
+    /**
+     * Called once the commit's rows are written, before it commits: records where the written rows
+     * are and which keys lost their rows ({@code removed}), for the lookups of later commits.
+     */
+    Recorded record(Table table, TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed);
 }

@@ -25,44 +25,51 @@ import org.slf4j.LoggerFactory;
  * rewritten). Their files go when the snapshots that still hold them expire.
  */
 final class HistoryRetention {
-  private static final Logger LOG = LoggerFactory.getLogger(HistoryRetention.class);
+    private static final Logger LOG = LoggerFactory.getLogger(HistoryRetention.class);
 
-  private final Table table;
-  private final long retentionDays;
-  private final Clock clock;
+    private final Table table;
+    private final long retentionDays;
+    private final Clock clock;
 
-  HistoryRetention(Table table, long retentionDays, Clock clock) {
-    this.table = table;
-    this.retentionDays = retentionDays;
-    this.clock = clock;
-  }
+    HistoryRetention(Table table, long retentionDays, Clock clock) {
+        this.table = table;
+        this.retentionDays = retentionDays;
+        this.clock = clock;
+    }
 
-  /** Returns the files of days past retention dropped (or that would be, on a dry run). */
-  int run(boolean dryRun) {
-    if (!ChangeHistory.isHistory(table) || retentionDays <= 0 || table.currentSnapshot() == null) {
-      return 0;
+    /** Returns the files of days past retention dropped (or that would be, on a dry run). */
+    int run(boolean dryRun) {
+        if (!ChangeHistory.isHistory(table) || retentionDays <= 0 || table.currentSnapshot() == null) {
+            return 0;
+        }
+        Instant cutoff = clock.instant().truncatedTo(ChronoUnit.DAYS).minus(Duration.ofDays(retentionDays));
+        Expression older = Expressions.lessThan(TableLayout.TIME, cutoff.toEpochMilli() * 1000);
+        int files = 0;
+        try (CloseableIterable<FileScanTask> tasks =
+                table.newScan().filter(older).planFiles()) {
+            for (FileScanTask ignored : tasks) {
+                files++;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        if (files == 0 || dryRun) {
+            return files;
+        }
+        // First the mark, then the drop: a merge that reads the mark appends nothing older (it would
+        // be dropped, and a copy of a dropped change could no longer be told apart from a new one).
+        table.updateProperties()
+                .set(PipelineProperties.HISTORY_KEPT_FROM, Long.toString(cutoff.toEpochMilli()))
+                .commit();
+        DeleteFiles delete = table.newDelete().deleteFromRowFilter(older);
+        Checkpoint.carried(table).forEach(delete::set);
+        delete.commit();
+        LOG.info(
+                "Change history {}: dropped {} files of changes before {} (HISTORY_RETENTION_DAYS={})",
+                table.name(),
+                files,
+                cutoff,
+                retentionDays);
+        return files;
     }
-    Instant cutoff = clock.instant().truncatedTo(ChronoUnit.DAYS).minus(Duration.ofDays(retentionDays));
-    Expression older = Expressions.lessThan(TableLayout.TIME, cutoff.toEpochMilli() * 1000);
-    int files = 0;
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().filter(older).planFiles()) {
-      for (FileScanTask ignored : tasks) {
-        files++;
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    if (files == 0 || dryRun) {
-      return files;
-    }
-    // First the mark, then the drop: a merge that reads the mark appends nothing older (it would
-    // be dropped, and a copy of a dropped change could no longer be told apart from a new one).
-    table.updateProperties().set(PipelineProperties.HISTORY_KEPT_FROM, Long.toString(cutoff.toEpochMilli())).commit();
-    DeleteFiles delete = table.newDelete().deleteFromRowFilter(older);
-    Checkpoint.carried(table).forEach(delete::set);
-    delete.commit();
-    LOG.info("Change history {}: dropped {} files of changes before {} (HISTORY_RETENTION_DAYS={})", table.name(),
-        files, cutoff, retentionDays);
-    return files;
-  }
 }

@@ -1,11 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
 import dev.ddb2iceberg.commit.CommitProtocol;
-import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.commit.Checkpoint;
-import dev.ddb2iceberg.history.ChangeHistory;
-import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.table.TableLayout;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -13,16 +8,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
-import java.util.function.Consumer;
-import org.apache.iceberg.ExpireSnapshots;
-import org.apache.iceberg.ManifestFile;
-import org.apache.iceberg.RewriteManifests;
-import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableProperties;
-import org.apache.iceberg.exceptions.CommitFailedException;
-import org.apache.iceberg.exceptions.ValidationException;
-import org.apache.iceberg.util.PropertyUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,99 +22,112 @@ import org.slf4j.LoggerFactory;
  * newest merger snapshot, so the checkpoint cannot be lost.
  */
 public final class Maintenance {
-  private static final Logger LOG = LoggerFactory.getLogger(Maintenance.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Maintenance.class);
 
-  private final Table table;
-  private final MaintenanceOptions options;
-  private final String stagingUri;
-  private final Clock clock;
-  private boolean managedStorage;
+    private final Table table;
+    private final MaintenanceOptions options;
+    private final String stagingUri;
+    private final Clock clock;
+    private boolean managedStorage;
 
-  /** @param stagingUri the staging area, e.g. {@code s3://bucket/staging/}: never touched */
-  public Maintenance(Table table, MaintenanceOptions options, String stagingUri, Clock clock) {
-    this.table = table;
-    this.options = options;
-    this.stagingUri = stagingUri;
-    this.clock = clock;
-  }
+    /** @param stagingUri the staging area, e.g. {@code s3://bucket/staging/}: never touched */
+    public Maintenance(Table table, MaintenanceOptions options, String stagingUri, Clock clock) {
+        this.table = table;
+        this.options = options;
+        this.stagingUri = stagingUri;
+        this.clock = clock;
+    }
 
-  /**
-   * For a table in an S3 table bucket: S3 Tables compacts it, expires its snapshots and removes
-   * unreferenced files itself, and its storage cannot be listed. A run then never compacts (two
-   * compactors on one table would fight over its files) nor expires snapshots, and its orphan
-   * cleanup looks only at the pipeline's own files, which live in a general purpose bucket.
-   */
-  public Maintenance managedStorage(boolean managed) {
-    this.managedStorage = managed;
-    return this;
-  }
+    /**
+     * For a table in an S3 table bucket: S3 Tables compacts it, expires its snapshots and removes
+     * unreferenced files itself, and its storage cannot be listed. A run then never compacts (two
+     * compactors on one table would fight over its files) nor expires snapshots, and its orphan
+     * cleanup looks only at the pipeline's own files, which live in a general purpose bucket.
+     */
+    public Maintenance managedStorage(boolean managed) {
+        this.managedStorage = managed;
+        return this;
+    }
 
-  /** Notes a task's lost race among the run's conflicts; returns what the task did ({@code none}). */
-  private static <T> T raced(List<String> conflicts, String task, RuntimeException lost, T none) {
-    conflicts.add(task + ": " + lost.getMessage());
-    return none;
-  }
+    /** Notes a task's lost race among the run's conflicts; returns what the task did ({@code none}). */
+    private static <T> T raced(List<String> conflicts, String task, RuntimeException lost, T none) {
+        conflicts.add(task + ": " + lost.getMessage());
+        return none;
+    }
 
-  public MaintenanceResult run(Set<MaintenanceTask> requested, boolean dryRun) {
-    long start = System.nanoTime();
-    Set<MaintenanceTask> tasks = requested;
-    if (managedStorage && (requested.contains(MaintenanceTask.COMPACT) || requested.contains(MaintenanceTask.EXPIRE))) {
-      tasks = EnumSet.copyOf(requested);
-      tasks.removeAll(Set.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE));
-      LOG.info("The table is in an S3 table bucket, which compacts it and expires its snapshots itself: skipping"
-          + " compact and expire; running {}", tasks);
+    public MaintenanceResult run(Set<MaintenanceTask> requested, boolean dryRun) {
+        long start = System.nanoTime();
+        Set<MaintenanceTask> tasks = requested;
+        if (managedStorage
+                && (requested.contains(MaintenanceTask.COMPACT) || requested.contains(MaintenanceTask.EXPIRE))) {
+            tasks = EnumSet.copyOf(requested);
+            tasks.removeAll(Set.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE));
+            LOG.info(
+                    "The table is in an S3 table bucket, which compacts it and expires its snapshots itself: skipping"
+                            + " compact and expire; running {}",
+                    tasks);
+        }
+        List<String> conflicts = new ArrayList<>();
+        MaintenanceResult.Compaction compaction = MaintenanceResult.Compaction.NONE;
+        int manifests = 0;
+        int expired = 0;
+        List<String> orphans = List.of();
+        table.refresh();
+        // A task that loses a race with another commit gives up for this run; the next run does it.
+        if (tasks.contains(MaintenanceTask.COMPACT)) {
+            compaction = CommitProtocol.unlessRaced(
+                    "Compaction",
+                    () -> new Compactor(table, options).run(dryRun),
+                    lost -> raced(conflicts, "compact", lost, MaintenanceResult.Compaction.NONE));
+        }
+        // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the
+        // pipeline knows how many days of changes its history keeps.
+        if (requested.contains(MaintenanceTask.EXPIRE)) {
+            CommitProtocol.unlessRaced(
+                    "History retention",
+                    () -> new HistoryRetention(table, options.historyRetentionDays(), clock).run(dryRun),
+                    lost -> raced(conflicts, "history retention", lost, 0));
+        }
+        if (tasks.contains(MaintenanceTask.MANIFESTS)) {
+            manifests = CommitProtocol.unlessRaced(
+                    "Manifest rewrite",
+                    () -> new ManifestRewrite(table, options.manifestThreshold()).run(dryRun),
+                    lost -> raced(conflicts, "manifests", lost, 0));
+        }
+        if (tasks.contains(MaintenanceTask.EXPIRE)) {
+            expired = CommitProtocol.unlessRaced(
+                    "Snapshot expiry",
+                    () -> new SnapshotExpiry(table, options, clock).run(dryRun),
+                    lost -> raced(conflicts, "expire", lost, 0));
+        }
+        if (tasks.contains(MaintenanceTask.ORPHANS)) {
+            table.refresh();
+            Instant cutoff = clock.instant().minus(Duration.ofHours(options.orphanMinAgeHours()));
+            orphans = new OrphanFiles(table, stagingUri, !managedStorage).run(cutoff, dryRun);
+            LOG.info("{} {} orphan files older than {}", dryRun ? "Found" : "Deleted", orphans.size(), cutoff);
+        }
+        MaintenanceResult result = new MaintenanceResult(
+                dryRun, compaction, manifests, expired, orphans, conflicts, (System.nanoTime() - start) / 1_000_000);
+        LOG.atInfo()
+                .addKeyValue("dryRun", dryRun)
+                .addKeyValue(
+                        "snapshotId",
+                        table.currentSnapshot() == null
+                                ? null
+                                : table.currentSnapshot().snapshotId())
+                .addKeyValue("groupsCompacted", compaction.groups())
+                .addKeyValue("filesRewritten", compaction.filesRewritten())
+                .addKeyValue("bytesRewritten", compaction.bytesRewritten())
+                .addKeyValue("filesWritten", compaction.filesWritten())
+                .addKeyValue("dataFiles", compaction.dataFilesAfter())
+                .addKeyValue("deleteFiles", compaction.deleteFilesAfter())
+                .addKeyValue("groupsLeft", compaction.groupsLeft())
+                .addKeyValue("manifestsRewritten", manifests)
+                .addKeyValue("snapshotsExpired", expired)
+                .addKeyValue("orphans", orphans.size())
+                .addKeyValue("conflicts", conflicts.isEmpty() ? null : String.join("; ", conflicts))
+                .addKeyValue("millis", result.millis())
+                .log("Maintenance run");
+        return result;
     }
-    List<String> conflicts = new ArrayList<>();
-    MaintenanceResult.Compaction compaction = MaintenanceResult.Compaction.NONE;
-    int manifests = 0;
-    int expired = 0;
-    List<String> orphans = List.of();
-    table.refresh();
-    // A task that loses a race with another commit gives up for this run; the next run does it.
-    if (tasks.contains(MaintenanceTask.COMPACT)) {
-      compaction = CommitProtocol.unlessRaced("Compaction",
-          () -> new Compactor(table, options).run(dryRun),
-          lost -> raced(conflicts, "compact", lost, MaintenanceResult.Compaction.NONE));
-    }
-    // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the
-    // pipeline knows how many days of changes its history keeps.
-    if (requested.contains(MaintenanceTask.EXPIRE)) {
-      CommitProtocol.unlessRaced("History retention",
-          () -> new HistoryRetention(table, options.historyRetentionDays(), clock).run(dryRun),
-          lost -> raced(conflicts, "history retention", lost, 0));
-    }
-    if (tasks.contains(MaintenanceTask.MANIFESTS)) {
-      manifests = CommitProtocol.unlessRaced("Manifest rewrite", () -> new ManifestRewrite(table, options.manifestThreshold()).run(dryRun),
-          lost -> raced(conflicts, "manifests", lost, 0));
-    }
-    if (tasks.contains(MaintenanceTask.EXPIRE)) {
-      expired = CommitProtocol.unlessRaced("Snapshot expiry", () -> new SnapshotExpiry(table, options, clock).run(dryRun),
-          lost -> raced(conflicts, "expire", lost, 0));
-    }
-    if (tasks.contains(MaintenanceTask.ORPHANS)) {
-      table.refresh();
-      Instant cutoff = clock.instant().minus(Duration.ofHours(options.orphanMinAgeHours()));
-      orphans = new OrphanFiles(table, stagingUri, !managedStorage).run(cutoff, dryRun);
-      LOG.info("{} {} orphan files older than {}", dryRun ? "Found" : "Deleted", orphans.size(), cutoff);
-    }
-    MaintenanceResult result = new MaintenanceResult(dryRun, compaction, manifests, expired, orphans, conflicts,
-        (System.nanoTime() - start) / 1_000_000);
-    LOG.atInfo()
-        .addKeyValue("dryRun", dryRun)
-        .addKeyValue("snapshotId", table.currentSnapshot() == null ? null : table.currentSnapshot().snapshotId())
-        .addKeyValue("groupsCompacted", compaction.groups())
-        .addKeyValue("filesRewritten", compaction.filesRewritten())
-        .addKeyValue("bytesRewritten", compaction.bytesRewritten())
-        .addKeyValue("filesWritten", compaction.filesWritten())
-        .addKeyValue("dataFiles", compaction.dataFilesAfter())
-        .addKeyValue("deleteFiles", compaction.deleteFilesAfter())
-        .addKeyValue("groupsLeft", compaction.groupsLeft())
-        .addKeyValue("manifestsRewritten", manifests)
-        .addKeyValue("snapshotsExpired", expired)
-        .addKeyValue("orphans", orphans.size())
-        .addKeyValue("conflicts", conflicts.isEmpty() ? null : String.join("; ", conflicts))
-        .addKeyValue("millis", result.millis())
-        .log("Maintenance run");
-    return result;
-  }
 }

@@ -21,59 +21,95 @@ import dev.ddb2iceberg.config.Settings;
  * @param historySnapshotMaxAgeHours the change history's snapshots older than this expire
  */
 public record MaintenanceOptions(
-    long targetFileSizeBytes,
-    long maxBytesPerRun,
-    int maxGroupsPerRun,
-    int minInputFiles,
-    double deleteRatio,
-    long snapshotMaxAgeHours,
-    int minSnapshotsToKeep,
-    long orphanMinAgeHours,
-    int manifestThreshold,
-    long historyRetentionDays,
-    long historySnapshotMaxAgeHours) {
+        long targetFileSizeBytes,
+        long maxBytesPerRun,
+        int maxGroupsPerRun,
+        int minInputFiles,
+        double deleteRatio,
+        long snapshotMaxAgeHours,
+        int minSnapshotsToKeep,
+        long orphanMinAgeHours,
+        int manifestThreshold,
+        long historyRetentionDays,
+        long historySnapshotMaxAgeHours) {
 
-  public static final MaintenanceOptions DEFAULTS =
-      new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100, 0, 120);
+    public static final MaintenanceOptions DEFAULTS =
+            new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100, 0, 120);
 
-  public static MaintenanceOptions from(Environment env) {
-    long snapshotMaxAgeHours = env.positiveLong(Settings.SNAPSHOT_MAX_AGE_HOURS);
-    return new MaintenanceOptions(
-        env.positiveLong(Settings.COMPACTION_TARGET_FILE_SIZE_BYTES),
-        env.positiveLong(Settings.COMPACTION_MAX_BYTES_PER_RUN),
-        env.positiveInt(Settings.COMPACTION_MAX_GROUPS_PER_RUN),
-        env.positiveInt(Settings.COMPACTION_MIN_INPUT_FILES),
-        DEFAULTS.deleteRatio(),
-        snapshotMaxAgeHours,
-        env.positiveInt(Settings.SNAPSHOT_MIN_KEEP),
-        env.positiveLong(Settings.ORPHAN_MIN_AGE_HOURS),
-        env.positiveInt(Settings.MANIFEST_REWRITE_THRESHOLD),
-        env.nonNegativeLong(Settings.HISTORY_RETENTION_DAYS),
-        env.positiveLong(Settings.HISTORY_SNAPSHOT_MAX_AGE_HOURS, snapshotMaxAgeHours));
-  }
+    public static MaintenanceOptions from(Environment env) {
+        long snapshotMaxAgeHours = env.positiveLong(Settings.SNAPSHOT_MAX_AGE_HOURS);
+        return new MaintenanceOptions(
+                env.positiveLong(Settings.COMPACTION_TARGET_FILE_SIZE_BYTES),
+                env.positiveLong(Settings.COMPACTION_MAX_BYTES_PER_RUN),
+                env.positiveInt(Settings.COMPACTION_MAX_GROUPS_PER_RUN),
+                env.positiveInt(Settings.COMPACTION_MIN_INPUT_FILES),
+                DEFAULTS.deleteRatio(),
+                snapshotMaxAgeHours,
+                env.positiveInt(Settings.SNAPSHOT_MIN_KEEP),
+                env.positiveLong(Settings.ORPHAN_MIN_AGE_HOURS),
+                env.positiveInt(Settings.MANIFEST_REWRITE_THRESHOLD),
+                env.nonNegativeLong(Settings.HISTORY_RETENTION_DAYS),
+                env.positiveLong(Settings.HISTORY_SNAPSHOT_MAX_AGE_HOURS, snapshotMaxAgeHours));
+    }
 
-  public MaintenanceOptions withTargetFileSize(long bytes) {
-    return new MaintenanceOptions(bytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
-        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold, historyRetentionDays,
-        historySnapshotMaxAgeHours);
-  }
+    public MaintenanceOptions withTargetFileSize(long bytes) {
+        return new MaintenanceOptions(
+                bytes,
+                maxBytesPerRun,
+                maxGroupsPerRun,
+                minInputFiles,
+                deleteRatio,
+                snapshotMaxAgeHours,
+                minSnapshotsToKeep,
+                orphanMinAgeHours,
+                manifestThreshold,
+                historyRetentionDays,
+                historySnapshotMaxAgeHours);
+    }
 
-  public MaintenanceOptions withMaxGroupsPerRun(int groups) {
-    return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, groups, minInputFiles, deleteRatio,
-        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold, historyRetentionDays,
-        historySnapshotMaxAgeHours);
-  }
+    public MaintenanceOptions withMaxGroupsPerRun(int groups) {
+        return new MaintenanceOptions(
+                targetFileSizeBytes,
+                maxBytesPerRun,
+                groups,
+                minInputFiles,
+                deleteRatio,
+                snapshotMaxAgeHours,
+                minSnapshotsToKeep,
+                orphanMinAgeHours,
+                manifestThreshold,
+                historyRetentionDays,
+                historySnapshotMaxAgeHours);
+    }
 
-  public MaintenanceOptions withManifestThreshold(int threshold) {
-    return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
-        snapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, threshold, historyRetentionDays,
-        historySnapshotMaxAgeHours);
-  }
+    public MaintenanceOptions withManifestThreshold(int threshold) {
+        return new MaintenanceOptions(
+                targetFileSizeBytes,
+                maxBytesPerRun,
+                maxGroupsPerRun,
+                minInputFiles,
+                deleteRatio,
+                snapshotMaxAgeHours,
+                minSnapshotsToKeep,
+                orphanMinAgeHours,
+                threshold,
+                historyRetentionDays,
+                historySnapshotMaxAgeHours);
+    }
 
-  /** The options for the change history: its own snapshot retention (its rows' is {@link #historyRetentionDays}). */
-  public MaintenanceOptions forHistory() {
-    return new MaintenanceOptions(targetFileSizeBytes, maxBytesPerRun, maxGroupsPerRun, minInputFiles, deleteRatio,
-        historySnapshotMaxAgeHours, minSnapshotsToKeep, orphanMinAgeHours, manifestThreshold, historyRetentionDays,
-        historySnapshotMaxAgeHours);
-  }
+    /** The options for the change history: its own snapshot retention (its rows' is {@link #historyRetentionDays}). */
+    public MaintenanceOptions forHistory() {
+        return new MaintenanceOptions(
+                targetFileSizeBytes,
+                maxBytesPerRun,
+                maxGroupsPerRun,
+                minInputFiles,
+                deleteRatio,
+                historySnapshotMaxAgeHours,
+                minSnapshotsToKeep,
+                orphanMinAgeHours,
+                manifestThreshold,
+                historyRetentionDays,
+                historySnapshotMaxAgeHours);
+    }
 }

@@ -13,17 +13,25 @@ import java.util.List;
  * @param conflicts tasks that lost a race with another commit and gave up for this run
  */
 public record MaintenanceResult(
-    boolean dryRun,
-    Compaction compaction,
-    int manifestsRewritten,
-    int snapshotsExpired,
-    List<String> orphans,
-    List<String> conflicts,
-    long millis) {
+        boolean dryRun,
+        Compaction compaction,
+        int manifestsRewritten,
+        int snapshotsExpired,
+        List<String> orphans,
+        List<String> conflicts,
+        long millis) {
 
-  public record Compaction(int groups, int filesRewritten, long bytesRewritten, int filesWritten,
-      int danglingDeletesRemoved, int dataFilesBefore, int deleteFilesBefore, int dataFilesAfter, int deleteFilesAfter,
-      int groupsLeft) {
-    public static final Compaction NONE = new Compaction(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  }
+    public record Compaction(
+            int groups,
+            int filesRewritten,
+            long bytesRewritten,
+            int filesWritten,
+            int danglingDeletesRemoved,
+            int dataFilesBefore,
+            int deleteFilesBefore,
+            int dataFilesAfter,
+            int deleteFilesAfter,
+            int groupsLeft) {
+        public static final Compaction NONE = new Compaction(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    }
 }

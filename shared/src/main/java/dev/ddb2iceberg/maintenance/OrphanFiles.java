@@ -1,8 +1,7 @@
 package dev.ddb2iceberg.maintenance;
 
-import dev.ddb2iceberg.removals.RemovalsFile;
-import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.removals.RemovalsFile;
 import dev.ddb2iceberg.table.DerivedFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,99 +31,101 @@ import org.apache.iceberg.io.SupportsPrefixOperations;
  * under the staging prefix is never a candidate, even if the table lives beside it.
  */
 final class OrphanFiles {
-  private final Table table;
-  private final String protectedPrefix;
-  private final boolean listTableLocation;
+    private final Table table;
+    private final String protectedPrefix;
+    private final boolean listTableLocation;
 
-  /**
-   * @param protectedPrefix an s3:// URI prefix that must never be deleted (the staging area)
-   * @param listTableLocation false where the table's storage cannot be listed (an S3 table bucket,
-   *     which removes unreferenced files itself): then only the pipeline's own files are looked at
-   */
-  OrphanFiles(Table table, String protectedPrefix, boolean listTableLocation) {
-    this.table = table;
-    this.protectedPrefix = normalize(protectedPrefix);
-    this.listTableLocation = listTableLocation;
-  }
+    /**
+     * @param protectedPrefix an s3:// URI prefix that must never be deleted (the staging area)
+     * @param listTableLocation false where the table's storage cannot be listed (an S3 table bucket,
+     *     which removes unreferenced files itself): then only the pipeline's own files are looked at
+     */
+    OrphanFiles(Table table, String protectedPrefix, boolean listTableLocation) {
+        this.table = table;
+        this.protectedPrefix = normalize(protectedPrefix);
+        this.listTableLocation = listTableLocation;
+    }
 
-  /** Orphans older than {@code olderThan}; deleted in bulk unless {@code dryRun}. */
-  List<String> run(Instant olderThan, boolean dryRun) {
-    FileIO io = table.io();
-    if (!(io instanceof SupportsPrefixOperations prefixes)) {
-      throw new IllegalStateException("the table's FileIO (" + io.getClass().getName() + ") cannot list files");
-    }
-    Set<String> referenced = referencedFiles();
-    List<String> locations = new ArrayList<>();
-    if (listTableLocation) {
-      locations.add(table.location().endsWith("/") ? table.location() : table.location() + "/");
-    }
-    if (DerivedFiles.separate(table)) {
-      locations.add(DerivedFiles.location(table)); // the removals files and key index, kept elsewhere
-    }
-    List<String> orphans = new ArrayList<>();
-    for (String location : locations) {
-      for (FileInfo f : prefixes.listPrefix(location)) {
-        String path = normalize(f.location());
-        if (!referenced.contains(path) && f.createdAtMillis() < olderThan.toEpochMilli()
-            && !path.startsWith(protectedPrefix)) {
-          orphans.add(f.location());
+    /** Orphans older than {@code olderThan}; deleted in bulk unless {@code dryRun}. */
+    List<String> run(Instant olderThan, boolean dryRun) {
+        FileIO io = table.io();
+        if (!(io instanceof SupportsPrefixOperations prefixes)) {
+            throw new IllegalStateException(
+                    "the table's FileIO (" + io.getClass().getName() + ") cannot list files");
         }
-      }
-    }
-    if (!dryRun && !orphans.isEmpty()) {
-      if (io instanceof SupportsBulkOperations bulk) {
-        bulk.deleteFiles(orphans);
-      } else {
-        orphans.forEach(io::deleteFile);
-      }
-    }
-    return orphans;
-  }
-
-  /** Every file any snapshot or metadata version of the table needs. */
-  private Set<String> referencedFiles() {
-    Set<String> files = new HashSet<>();
-    // The current metadata file and those its log names; not recursively: the table deletes older
-    // ones after each commit (write.metadata.delete-after-commit), and following the log into
-    // them logged an error per missing file (hundreds an hour at continuous mode's commit rate).
-    ReachableFileUtil.metadataFileLocations(table, false).forEach(p -> files.add(normalize(p)));
-    ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
-    ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
-    // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
-    RemovalsFile.namedByAnySnapshot(table).forEach(p -> files.add(normalize(p)));
-    String versionHint = ReachableFileUtil.versionHintLocation(table);
-    if (versionHint != null) {
-      files.add(normalize(versionHint));
-    }
-    Map<Integer, PartitionSpec> specs = table.specs();
-    Set<String> seenManifests = new HashSet<>();
-    for (Snapshot snapshot : table.snapshots()) {
-      // The merger's key index, which snapshot summaries name (not Iceberg metadata).
-      KeyIndex.filesOf(table, snapshot).forEach(p -> files.add(normalize(p)));
-      for (ManifestFile manifest : snapshot.allManifests(table.io())) {
-        if (!seenManifests.add(manifest.path())) {
-          continue;
+        Set<String> referenced = referencedFiles();
+        List<String> locations = new ArrayList<>();
+        if (listTableLocation) {
+            locations.add(table.location().endsWith("/") ? table.location() : table.location() + "/");
         }
-        files.add(normalize(manifest.path()));
-        try (CloseableIterable<? extends ContentFile<?>> entries = manifest.content() == ManifestContent.DATA
-            ? ManifestFiles.read(manifest, table.io(), specs)
-            : ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
-          for (ContentFile<?> file : entries) {
-            files.add(normalize(file.location()));
-          }
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
+        if (DerivedFiles.separate(table)) {
+            locations.add(DerivedFiles.location(table)); // the removals files and key index, kept elsewhere
         }
-      }
+        List<String> orphans = new ArrayList<>();
+        for (String location : locations) {
+            for (FileInfo f : prefixes.listPrefix(location)) {
+                String path = normalize(f.location());
+                if (!referenced.contains(path)
+                        && f.createdAtMillis() < olderThan.toEpochMilli()
+                        && !path.startsWith(protectedPrefix)) {
+                    orphans.add(f.location());
+                }
+            }
+        }
+        if (!dryRun && !orphans.isEmpty()) {
+            if (io instanceof SupportsBulkOperations bulk) {
+                bulk.deleteFiles(orphans);
+            } else {
+                orphans.forEach(io::deleteFile);
+            }
+        }
+        return orphans;
     }
-    return files;
-  }
 
-  /** s3a:// and s3n:// name the same objects as s3://. */
-  static String normalize(String uri) {
-    if (uri.startsWith("s3a://") || uri.startsWith("s3n://")) {
-      return "s3://" + uri.substring(6);
+    /** Every file any snapshot or metadata version of the table needs. */
+    private Set<String> referencedFiles() {
+        Set<String> files = new HashSet<>();
+        // The current metadata file and those its log names; not recursively: the table deletes older
+        // ones after each commit (write.metadata.delete-after-commit), and following the log into
+        // them logged an error per missing file (hundreds an hour at continuous mode's commit rate).
+        ReachableFileUtil.metadataFileLocations(table, false).forEach(p -> files.add(normalize(p)));
+        ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
+        ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
+        // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
+        RemovalsFile.namedByAnySnapshot(table).forEach(p -> files.add(normalize(p)));
+        String versionHint = ReachableFileUtil.versionHintLocation(table);
+        if (versionHint != null) {
+            files.add(normalize(versionHint));
+        }
+        Map<Integer, PartitionSpec> specs = table.specs();
+        Set<String> seenManifests = new HashSet<>();
+        for (Snapshot snapshot : table.snapshots()) {
+            // The merger's key index, which snapshot summaries name (not Iceberg metadata).
+            KeyIndex.filesOf(table, snapshot).forEach(p -> files.add(normalize(p)));
+            for (ManifestFile manifest : snapshot.allManifests(table.io())) {
+                if (!seenManifests.add(manifest.path())) {
+                    continue;
+                }
+                files.add(normalize(manifest.path()));
+                try (CloseableIterable<? extends ContentFile<?>> entries = manifest.content() == ManifestContent.DATA
+                        ? ManifestFiles.read(manifest, table.io(), specs)
+                        : ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
+                    for (ContentFile<?> file : entries) {
+                        files.add(normalize(file.location()));
+                    }
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        }
+        return files;
     }
-    return uri;
-  }
+
+    /** s3a:// and s3n:// name the same objects as s3://. */
+    static String normalize(String uri) {
+        if (uri.startsWith("s3a://") || uri.startsWith("s3n://")) {
+            return "s3://" + uri.substring(6);
+        }
+        return uri;
+    }
 }

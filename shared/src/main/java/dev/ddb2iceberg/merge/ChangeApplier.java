@@ -1,43 +1,32 @@
 package dev.ddb2iceberg.merge;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import dev.ddb2iceberg.commit.CommitProtocol;
-import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.commit.Checkpoint;
-import dev.ddb2iceberg.lookup.LiveRow;
-import dev.ddb2iceberg.lookup.LiveRowLookup;
-import dev.ddb2iceberg.removals.KeptRows;
-import dev.ddb2iceberg.removals.RemovalsFile;
-import dev.ddb2iceberg.table.TableSettings;
-import dev.ddb2iceberg.write.MergeWriter;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ddb2iceberg.commit.CommitProtocol;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.RemovalPolicy;
+import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
-import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.removals.RemovalsFile;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.SchemaEvolution;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TableSettings;
+import dev.ddb2iceberg.write.MergeWriter;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
-import java.util.function.Consumer;
 import org.apache.iceberg.DataFile;
-import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.UpdateSchema;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.exceptions.CommitFailedException;
-import org.apache.iceberg.exceptions.CommitStateUnknownException;
-import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.util.StructLikeSet;
@@ -52,159 +41,206 @@ import org.slf4j.LoggerFactory;
  * caller's checkpoint properties.
  */
 public final class ChangeApplier {
-  private static final Logger LOG = LoggerFactory.getLogger(ChangeApplier.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Logger LOG = LoggerFactory.getLogger(ChangeApplier.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
 
-  private final TableSettings tableSettings;
-  private final StagingStore store;
-  private final MergeOptions options;
+    private final TableSettings tableSettings;
+    private final StagingStore store;
+    private final MergeOptions options;
 
-  public ChangeApplier(TableSettings tableSettings, StagingStore store, MergeOptions options) {
-    this.tableSettings = tableSettings;
-    this.options = options;
-    this.store = store;
-  }
-
-  /** What one commit of changes did; the counts are those of {@link MergeResult}. */
-  public record Applied(Long snapshotId, List<Change> applied, long stale, long itemsWritten, long rowsReplaced,
-      long itemsRemoved, int quarantined, int filesRead, int filesInTable) {}
-
-  /**
-   * Commits {@code changes} with {@code properties} (the caller's record of what it applied,
-   * carried with the other checkpoint properties) in the snapshot summary. Throws
-   * ValidationException or CommitFailedException when a race is lost; the caller plans again (see
-   * {@link CommitProtocol}).
-   */
-  public Applied apply(Table table, List<Change> changes, Map<String, String> properties, String runId,
-      long removalsCutoff, ExecutorService pool) {
-    table = SchemaEvolution.evolve(table, changes, tableSettings);
-    TableLayout layout = TableLayout.of(table);
-    RemovalPolicy policy = tableSettings.removals();
-
-    // 1. Each key's newest change.
-    KeyChanges keyChanges = KeyChanges.of(changes, layout, policy, this::quarantineChange);
-
-    // 2. The keys' live rows, and the removals the table remembers.
-    long tFind = System.nanoTime();
-    Snapshot base = table.currentSnapshot();
-    RemovalsFile removals = RemovalsFile.read(table, layout);
-    LiveRowLookup lookup = options.lookup(pool);
-    LiveRowLookup.Found found =
-        lookup.find(table, layout, base == null ? null : base.snapshotId(), keyChanges.latest.keySet());
-
-    // 3. The rows to write, the rows to delete, and the removals to remember.
-    RowPlan plan = RowPlan.of(table, layout, policy, keyChanges, found, removals, pool);
-    String removalsFile =
-        removals.update(table, layout, plan.removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
-
-    // 4. Each touched file is dropped (all its live rows go), folded with the partition's other
-    // small files into the merge's new file, or given deletes; see SmallFileRewrite.
-    SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
-        .plan(plan.toDelete, found.liveRowsByFile(), found.files(), partitionsOf(table, plan.rows));
-    List<Record> moved = SmallFileRewrite.liveRowsBut(table, files.folded(), pool);
-
-    // 5. Write the rows (new and moved), the deletes, and what the lookup records of them.
-    long tWrite = System.nanoTime();
-    MergeWriter writer = new MergeWriter(table, runId);
-    List<Record> toWrite = plan.rows;
-    if (!moved.isEmpty()) {
-      toWrite = new ArrayList<>(plan.rows);
-      toWrite.addAll(moved);
+    public ChangeApplier(TableSettings tableSettings, StagingStore store, MergeOptions options) {
+        this.tableSettings = tableSettings;
+        this.options = options;
+        this.store = store;
     }
-    MergeWriter.Written written = writer.writeRows(toWrite, layout.keyOrder(), pool);
-    long tDeletes = System.nanoTime();
-    DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);
-    LiveRowLookup.Recorded recorded = lookup.record(table, layout, written.rows(), plan.removedKeys);
 
-    // 6. One commit of it all, with the checkpoint.
-    long tCommit = System.nanoTime();
-    if (removalsFile == null) {
-      properties.remove(PipelineProperties.REMOVALS); // nothing removed is remembered any more
-    } else {
-      properties.put(PipelineProperties.REMOVALS, removalsFile);
-    }
-    properties.putAll(recorded.properties());
-    RowDelta delta = rowDelta(table, base, files, written.files(), deletes, properties);
-    List<String> attemptFiles = new ArrayList<>(recorded.files());
-    written.files().forEach(f -> attemptFiles.add(f.location()));
-    deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
-    long snapshotId = CommitProtocol.commit(table, delta, runId, attemptFiles).snapshotId();
-    long tDone = System.nanoTime();
+    /** What one commit of changes did; the counts are those of {@link MergeResult}. */
+    public record Applied(
+            Long snapshotId,
+            List<Change> applied,
+            long stale,
+            long itemsWritten,
+            long rowsReplaced,
+            long itemsRemoved,
+            int quarantined,
+            int filesRead,
+            int filesInTable) {}
 
-    if (plan.keptRemovals > 0 || keyChanges.expiriesKept > 0) {
-      LOG.info("Removals kept as rows ({}): {} marked, {} TTL expiries left their rows as they were",
-          policy, plan.keptRemovals, keyChanges.expiriesKept);
-    }
-    LOG.info("Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
-        + " changes skipped, {} data files dropped ({} small ones folded, {} of them untouched, {} bytes, {} rows"
-        + " moved), {} delete files written ({} replaced), read {} of {} data files; ms finding rows {}, writing rows"
-        + " {}, writing deletes {}, committing {}",
-        snapshotId, changes.size(), plan.rows.size(), plan.rowsReplaced, plan.itemsRemoved, plan.stale,
-        files.dropped().size(), files.folded().size(), files.untouchedFolded(), files.foldedBytes(), moved.size(),
-        deletes.deleteFiles().size(), deletes.rewrittenDeleteFiles().size(), found.filesRead(), found.filesInTable(),
-        (tWrite - tFind) / 1_000_000, (tDeletes - tWrite) / 1_000_000, (tCommit - tDeletes) / 1_000_000,
-        (tDone - tCommit) / 1_000_000);
-    return new Applied(snapshotId, plan.applied, plan.stale, plan.rows.size(), plan.rowsReplaced, plan.itemsRemoved,
-        keyChanges.quarantined, found.filesRead(), found.filesInTable());
-  }
+    /**
+     * Commits {@code changes} with {@code properties} (the caller's record of what it applied,
+     * carried with the other checkpoint properties) in the snapshot summary. Throws
+     * ValidationException or CommitFailedException when a race is lost; the caller plans again (see
+     * {@link CommitProtocol}).
+     */
+    public Applied apply(
+            Table table,
+            List<Change> changes,
+            Map<String, String> properties,
+            String runId,
+            long removalsCutoff,
+            ExecutorService pool) {
+        table = SchemaEvolution.evolve(table, changes, tableSettings);
+        TableLayout layout = TableLayout.of(table);
+        RemovalPolicy policy = tableSettings.removals();
 
-  /**
-   * The merge's one RowDelta: new data files, new delete files (replacing those they carry
-   * forward), dropped and folded files, and the summary properties. It refuses (ValidationException)
-   * when a concurrent commit since {@code base} touched what this one read.
-   */
-  private static RowDelta rowDelta(Table table, Snapshot base, SmallFileRewrite.Plan files, List<DataFile> dataFiles,
-      DeleteWriteResult deletes, Map<String, String> properties) {
-    RowDelta delta = table.newRowDelta()
-        .conflictDetectionFilter(Expressions.alwaysTrue())
-        .validateNoConflictingDataFiles()
-        .validateNoConflictingDeleteFiles()
-        .validateDeletedFiles();
-    if (base != null) {
-      delta.validateFromSnapshot(base.snapshotId());
-      // Files given deletes must still exist at commit; dropped files are checked by
-      // validateDeletedFiles (Iceberg refuses a file in both lists).
-      delta.validateDataFilesExist(
-          files.positional().stream().map(r -> (CharSequence) r.task().file().location()).toList());
-    }
-    properties.forEach(delta::set);
-    dataFiles.forEach(delta::addRows);
-    deletes.deleteFiles().forEach(delta::addDeletes);
-    deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
-    files.dropped().forEach(delta::removeRows);
-    files.droppedDeletes().forEach(delta::removeDeletes);
-    return delta;
-  }
+        // 1. Each key's newest change.
+        KeyChanges keyChanges = KeyChanges.of(changes, layout, policy, this::quarantineChange);
 
-  /** The partitions (of the current spec) that {@code rows} go to. */
-  private static StructLikeSet partitionsOf(Table table, List<Record> rows) {
-    PartitionKey partition = new PartitionKey(table.spec(), table.schema());
-    InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
-    StructLikeSet partitions = StructLikeSet.create(table.spec().partitionType());
-    for (Record row : rows) {
-      partition.partition(wrapper.wrap(row));
-      if (!partitions.contains(partition)) {
-        partitions.add(partition.copy());
-      }
-    }
-    return partitions;
-  }
+        // 2. The keys' live rows, and the removals the table remembers.
+        long tFind = System.nanoTime();
+        Snapshot base = table.currentSnapshot();
+        RemovalsFile removals = RemovalsFile.read(table, layout);
+        LiveRowLookup lookup = options.lookup(pool);
+        LiveRowLookup.Found found =
+                lookup.find(table, layout, base == null ? null : base.snapshotId(), keyChanges.latest.keySet());
 
-  private void quarantineChange(Change c, String reason) {
-    ObjectNode doc = JSON.createObjectNode();
-    doc.put("reason", reason);
-    doc.put("sequenceNumber", c.sequenceNumber());
-    doc.put("operation", c.operation().name());
-    doc.put("keys", DdbJson.writeItem(c.keys()));
-    if (c.newImage() != null) {
-      doc.put("newImage", DdbJson.writeItem(c.newImage()));
+        // 3. The rows to write, the rows to delete, and the removals to remember.
+        RowPlan plan = RowPlan.of(table, layout, policy, keyChanges, found, removals, pool);
+        String removalsFile =
+                removals.update(table, layout, plan.removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
+
+        // 4. Each touched file is dropped (all its live rows go), folded with the partition's other
+        // small files into the merge's new file, or given deletes; see SmallFileRewrite.
+        SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
+                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), partitionsOf(table, plan.rows));
+        List<Record> moved = SmallFileRewrite.liveRowsBut(table, files.folded(), pool);
+
+        // 5. Write the rows (new and moved), the deletes, and what the lookup records of them.
+        long tWrite = System.nanoTime();
+        MergeWriter writer = new MergeWriter(table, runId);
+        List<Record> toWrite = plan.rows;
+        if (!moved.isEmpty()) {
+            toWrite = new ArrayList<>(plan.rows);
+            toWrite.addAll(moved);
+        }
+        MergeWriter.Written written = writer.writeRows(toWrite, layout.keyOrder(), pool);
+        long tDeletes = System.nanoTime();
+        DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);
+        LiveRowLookup.Recorded recorded = lookup.record(table, layout, written.rows(), plan.removedKeys);
+
+        // 6. One commit of it all, with the checkpoint.
+        long tCommit = System.nanoTime();
+        if (removalsFile == null) {
+            properties.remove(PipelineProperties.REMOVALS); // nothing removed is remembered any more
+        } else {
+            properties.put(PipelineProperties.REMOVALS, removalsFile);
+        }
+        properties.putAll(recorded.properties());
+        RowDelta delta = rowDelta(table, base, files, written.files(), deletes, properties);
+        List<String> attemptFiles = new ArrayList<>(recorded.files());
+        written.files().forEach(f -> attemptFiles.add(f.location()));
+        deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
+        long snapshotId =
+                CommitProtocol.commit(table, delta, runId, attemptFiles).snapshotId();
+        long tDone = System.nanoTime();
+
+        if (plan.keptRemovals > 0 || keyChanges.expiriesKept > 0) {
+            LOG.info(
+                    "Removals kept as rows ({}): {} marked, {} TTL expiries left their rows as they were",
+                    policy,
+                    plan.keptRemovals,
+                    keyChanges.expiriesKept);
+        }
+        LOG.info(
+                "Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
+                        + " changes skipped, {} data files dropped ({} small ones folded, {} of them untouched, {} bytes, {} rows"
+                        + " moved), {} delete files written ({} replaced), read {} of {} data files; ms finding rows {}, writing rows"
+                        + " {}, writing deletes {}, committing {}",
+                snapshotId,
+                changes.size(),
+                plan.rows.size(),
+                plan.rowsReplaced,
+                plan.itemsRemoved,
+                plan.stale,
+                files.dropped().size(),
+                files.folded().size(),
+                files.untouchedFolded(),
+                files.foldedBytes(),
+                moved.size(),
+                deletes.deleteFiles().size(),
+                deletes.rewrittenDeleteFiles().size(),
+                found.filesRead(),
+                found.filesInTable(),
+                (tWrite - tFind) / 1_000_000,
+                (tDeletes - tWrite) / 1_000_000,
+                (tCommit - tDeletes) / 1_000_000,
+                (tDone - tCommit) / 1_000_000);
+        return new Applied(
+                snapshotId,
+                plan.applied,
+                plan.stale,
+                plan.rows.size(),
+                plan.rowsReplaced,
+                plan.itemsRemoved,
+                keyChanges.quarantined,
+                found.filesRead(),
+                found.filesInTable());
     }
-    try {
-      store.putQuarantined("merger/" + SequenceNumbers.pad(c.sequenceNumber()) + ".json",
-          JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(doc));
-    } catch (JsonProcessingException e) {
-      throw new IllegalStateException(e);
+
+    /**
+     * The merge's one RowDelta: new data files, new delete files (replacing those they carry
+     * forward), dropped and folded files, and the summary properties. It refuses (ValidationException)
+     * when a concurrent commit since {@code base} touched what this one read.
+     */
+    private static RowDelta rowDelta(
+            Table table,
+            Snapshot base,
+            SmallFileRewrite.Plan files,
+            List<DataFile> dataFiles,
+            DeleteWriteResult deletes,
+            Map<String, String> properties) {
+        RowDelta delta = table.newRowDelta()
+                .conflictDetectionFilter(Expressions.alwaysTrue())
+                .validateNoConflictingDataFiles()
+                .validateNoConflictingDeleteFiles()
+                .validateDeletedFiles();
+        if (base != null) {
+            delta.validateFromSnapshot(base.snapshotId());
+            // Files given deletes must still exist at commit; dropped files are checked by
+            // validateDeletedFiles (Iceberg refuses a file in both lists).
+            delta.validateDataFilesExist(files.positional().stream()
+                    .map(r -> (CharSequence) r.task().file().location())
+                    .toList());
+        }
+        properties.forEach(delta::set);
+        dataFiles.forEach(delta::addRows);
+        deletes.deleteFiles().forEach(delta::addDeletes);
+        deletes.rewrittenDeleteFiles().forEach(delta::removeDeletes);
+        files.dropped().forEach(delta::removeRows);
+        files.droppedDeletes().forEach(delta::removeDeletes);
+        return delta;
     }
-    LOG.error("Change {} cannot be merged and is kept in the quarantine: {}", c.sequenceNumber(), reason);
-  }
+
+    /** The partitions (of the current spec) that {@code rows} go to. */
+    private static StructLikeSet partitionsOf(Table table, List<Record> rows) {
+        PartitionKey partition = new PartitionKey(table.spec(), table.schema());
+        InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+        StructLikeSet partitions = StructLikeSet.create(table.spec().partitionType());
+        for (Record row : rows) {
+            partition.partition(wrapper.wrap(row));
+            if (!partitions.contains(partition)) {
+                partitions.add(partition.copy());
+            }
+        }
+        return partitions;
+    }
+
+    private void quarantineChange(Change c, String reason) {
+        ObjectNode doc = JSON.createObjectNode();
+        doc.put("reason", reason);
+        doc.put("sequenceNumber", c.sequenceNumber());
+        doc.put("operation", c.operation().name());
+        doc.put("keys", DdbJson.writeItem(c.keys()));
+        if (c.newImage() != null) {
+            doc.put("newImage", DdbJson.writeItem(c.newImage()));
+        }
+        try {
+            store.putQuarantined(
+                    "merger/" + SequenceNumbers.pad(c.sequenceNumber()) + ".json",
+                    JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(doc));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+        LOG.error("Change {} cannot be merged and is kept in the quarantine: {}", c.sequenceNumber(), reason);
+    }
 }

@@ -19,46 +19,46 @@ import java.util.function.BiConsumer;
  * itself makes any older copy stale).
  */
 final class KeyChanges {
-  final Map<List<Object>, Change> latest = new HashMap<>();
-  final Map<List<Object>, Change> latestUpsert = new HashMap<>();
-  final Map<List<Object>, Change> latestDeleting = new HashMap<>();
-  int quarantined;
-  long expiriesKept;
+    final Map<List<Object>, Change> latest = new HashMap<>();
+    final Map<List<Object>, Change> latestUpsert = new HashMap<>();
+    final Map<List<Object>, Change> latestDeleting = new HashMap<>();
+    int quarantined;
+    long expiriesKept;
 
-  private KeyChanges() {}
+    private KeyChanges() {}
 
-  static KeyChanges of(List<Change> changes, TableLayout layout, RemovalPolicy policy,
-      BiConsumer<Change, String> quarantine) {
-    KeyChanges k = new KeyChanges();
-    if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
-      List<Change> kept = new ArrayList<>(changes.size());
-      for (Change c : changes) {
-        if (!c.ttlExpiry()) {
-          kept.add(c);
+    static KeyChanges of(
+            List<Change> changes, TableLayout layout, RemovalPolicy policy, BiConsumer<Change, String> quarantine) {
+        KeyChanges k = new KeyChanges();
+        if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
+            List<Change> kept = new ArrayList<>(changes.size());
+            for (Change c : changes) {
+                if (!c.ttlExpiry()) {
+                    kept.add(c);
+                }
+            }
+            k.expiriesKept = changes.size() - kept.size();
+            changes = kept;
         }
-      }
-      k.expiriesKept = changes.size() - kept.size();
-      changes = kept;
+        boolean removalsKeepRows = policy.keepsRow(true) || policy.keepsRow(false);
+        for (Change c : changes) {
+            List<Object> key = layout.keyOf(c);
+            if (key == null) {
+                quarantine.accept(c, layout.whyKeyDoesNotFit(c));
+                k.quarantined++;
+                continue;
+            }
+            k.latest.merge(key, c, KeyChanges::newer);
+            if (removalsKeepRows && c.operation().isUpsert()) {
+                k.latestUpsert.merge(key, c, KeyChanges::newer);
+            } else if (removalsKeepRows && !policy.keepsRow(c.ttlExpiry())) {
+                k.latestDeleting.merge(key, c, KeyChanges::newer);
+            }
+        }
+        return k;
     }
-    boolean removalsKeepRows = policy.keepsRow(true) || policy.keepsRow(false);
-    for (Change c : changes) {
-      List<Object> key = layout.keyOf(c);
-      if (key == null) {
-        quarantine.accept(c, layout.whyKeyDoesNotFit(c));
-        k.quarantined++;
-        continue;
-      }
-      k.latest.merge(key, c, KeyChanges::newer);
-      if (removalsKeepRows && c.operation().isUpsert()) {
-        k.latestUpsert.merge(key, c, KeyChanges::newer);
-      } else if (removalsKeepRows && !policy.keepsRow(c.ttlExpiry())) {
-        k.latestDeleting.merge(key, c, KeyChanges::newer);
-      }
-    }
-    return k;
-  }
 
-  private static Change newer(Change a, Change b) {
-    return SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b;
-  }
+    private static Change newer(Change a, Change b) {
+        return SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()) >= 0 ? a : b;
+    }
 }

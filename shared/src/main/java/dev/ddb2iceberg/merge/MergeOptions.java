@@ -1,12 +1,12 @@
 package dev.ddb2iceberg.merge;
 
-import java.util.concurrent.ExecutorService;
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.config.Settings;
+import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.lookup.IndexLookup;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.lookup.ScanLookup;
-import dev.ddb2iceberg.config.Settings;
-import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.index.IndexCache;
+import java.util.concurrent.ExecutorService;
 
 /**
  * Bounds on one merge run, so it finishes within the Lambda's time and memory whatever the
@@ -26,80 +26,145 @@ import dev.ddb2iceberg.index.IndexCache;
  * @param waitForInitialLoad merge nothing until an export load has finished ({@code INITIAL_LOAD=parallel-export}):
  *     a big table's first copy then goes into an empty table, which the parallel load fills without lookups
  */
-public record MergeOptions(int maxChanges, long maxStagedBytes, int maxCommitAttempts, int ioThreads,
-    boolean keyIndex, int keyIndexParts, long keyIndexCacheBytes, long rewriteFilesBelowBytes,
-    long rewriteBytesPerMerge, boolean waitForInitialLoad) {
-  /**
-   * Data files under this size are folded into a merge's new files (BENCHMARKS.md, "The table's
-   * shape"): a partition's new file grows merge after merge to about this size, then stays. Bigger
-   * leaves fewer files between compactions; smaller makes merges rewrite less.
-   */
-  public static final long REWRITE_BELOW_BYTES = 4L << 20;
-  /** What one merge folds at most: a bounded cost (about a second of Parquet reading and writing on 2 cores). */
-  public static final long REWRITE_BYTES_PER_MERGE = 32L << 20;
-  /**
-   * Continuous mode merges twelve times as often, each with a twelfth of the changes: it folds
-   * half as much a merge, so its rewriting stays a share of its time it can afford.
-   */
-  public static final long CONTINUOUS_REWRITE_BELOW_BYTES = 2L << 20;
-  public static final long CONTINUOUS_REWRITE_BYTES_PER_MERGE = 16L << 20;
-  /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
-  public static final MergeOptions DEFAULTS = new MergeOptions(100_000, 64L << 20, 5, 8, true, 64,
-      IndexCache.defaultBudget(), REWRITE_BELOW_BYTES, REWRITE_BYTES_PER_MERGE, false);
+public record MergeOptions(
+        int maxChanges,
+        long maxStagedBytes,
+        int maxCommitAttempts,
+        int ioThreads,
+        boolean keyIndex,
+        int keyIndexParts,
+        long keyIndexCacheBytes,
+        long rewriteFilesBelowBytes,
+        long rewriteBytesPerMerge,
+        boolean waitForInitialLoad) {
+    /**
+     * Data files under this size are folded into a merge's new files (BENCHMARKS.md, "The table's
+     * shape"): a partition's new file grows merge after merge to about this size, then stays. Bigger
+     * leaves fewer files between compactions; smaller makes merges rewrite less.
+     */
+    public static final long REWRITE_BELOW_BYTES = 4L << 20;
+    /** What one merge folds at most: a bounded cost (about a second of Parquet reading and writing on 2 cores). */
+    public static final long REWRITE_BYTES_PER_MERGE = 32L << 20;
+    /**
+     * Continuous mode merges twelve times as often, each with a twelfth of the changes: it folds
+     * half as much a merge, so its rewriting stays a share of its time it can afford.
+     */
+    public static final long CONTINUOUS_REWRITE_BELOW_BYTES = 2L << 20;
 
-  public static MergeOptions from(Environment env) {
-    boolean keyIndex = env.choice(Settings.KEY_INDEX).equals("on");
-    boolean waitForInitialLoad = env.choice(Settings.INITIAL_LOAD).equals("parallel-export");
-    boolean continuous = env.choice(Settings.MERGE_MODE).equals("continuous");
-    return new MergeOptions(
-        env.positiveInt(Settings.MAX_CHANGES_PER_RUN),
-        env.positiveLong(Settings.MAX_STAGED_BYTES_PER_RUN),
-        env.positiveInt(Settings.MAX_COMMIT_ATTEMPTS),
-        env.positiveInt(Settings.IO_THREADS),
-        keyIndex,
-        env.positiveInt(Settings.KEY_INDEX_PARTS),
-        env.positiveLong(Settings.KEY_INDEX_CACHE_MB, DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
-        env.nonNegativeLong(Settings.REWRITE_FILES_BELOW_BYTES, continuous ? CONTINUOUS_REWRITE_BELOW_BYTES
-            : DEFAULTS.rewriteFilesBelowBytes()),
-        env.nonNegativeLong(Settings.REWRITE_BYTES_PER_MERGE, continuous ? CONTINUOUS_REWRITE_BYTES_PER_MERGE
-            : DEFAULTS.rewriteBytesPerMerge()),
-        waitForInitialLoad);
-  }
+    public static final long CONTINUOUS_REWRITE_BYTES_PER_MERGE = 16L << 20;
+    /** Safe for a 1 GB Lambda: about 100k changes of ~600-byte items held in memory at once. */
+    public static final MergeOptions DEFAULTS = new MergeOptions(
+            100_000,
+            64L << 20,
+            5,
+            8,
+            true,
+            64,
+            IndexCache.defaultBudget(),
+            REWRITE_BELOW_BYTES,
+            REWRITE_BYTES_PER_MERGE,
+            false);
 
-  public MergeOptions withMaxChanges(int n) {
-    return new MergeOptions(n, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes, rewriteBytesPerMerge, waitForInitialLoad);
-  }
-
-  public MergeOptions withKeyIndex(boolean on) {
-    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, on, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes, rewriteBytesPerMerge, waitForInitialLoad);
-  }
-
-  /** With no cache: every run reads the index from storage, as a new container does. */
-  public MergeOptions withoutKeyIndexCache() {
-    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts, 0,
-        rewriteFilesBelowBytes, rewriteBytesPerMerge, waitForInitialLoad);
-  }
-
-  public MergeOptions withRewriteFilesBelow(long bytes) {
-    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, bytes, rewriteBytesPerMerge, waitForInitialLoad);
-  }
-
-  public MergeOptions withRewriteBytesPerMerge(long bytes) {
-    return new MergeOptions(maxChanges, maxStagedBytes, maxCommitAttempts, ioThreads, keyIndex, keyIndexParts,
-        keyIndexCacheBytes, rewriteFilesBelowBytes, bytes, waitForInitialLoad);
-  }
-
-  /** How this run finds live rows. */
-  public LiveRowLookup lookup(ExecutorService pool) {
-    if (!keyIndex) {
-      return new ScanLookup(pool);
+    public static MergeOptions from(Environment env) {
+        boolean keyIndex = env.choice(Settings.KEY_INDEX).equals("on");
+        boolean waitForInitialLoad = env.choice(Settings.INITIAL_LOAD).equals("parallel-export");
+        boolean continuous = env.choice(Settings.MERGE_MODE).equals("continuous");
+        return new MergeOptions(
+                env.positiveInt(Settings.MAX_CHANGES_PER_RUN),
+                env.positiveLong(Settings.MAX_STAGED_BYTES_PER_RUN),
+                env.positiveInt(Settings.MAX_COMMIT_ATTEMPTS),
+                env.positiveInt(Settings.IO_THREADS),
+                keyIndex,
+                env.positiveInt(Settings.KEY_INDEX_PARTS),
+                env.positiveLong(Settings.KEY_INDEX_CACHE_MB, DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
+                env.nonNegativeLong(
+                        Settings.REWRITE_FILES_BELOW_BYTES,
+                        continuous ? CONTINUOUS_REWRITE_BELOW_BYTES : DEFAULTS.rewriteFilesBelowBytes()),
+                env.nonNegativeLong(
+                        Settings.REWRITE_BYTES_PER_MERGE,
+                        continuous ? CONTINUOUS_REWRITE_BYTES_PER_MERGE : DEFAULTS.rewriteBytesPerMerge()),
+                waitForInitialLoad);
     }
-    IndexCache cache = keyIndexCacheBytes == 0 ? new IndexCache(0) : IndexCache.shared(keyIndexCacheBytes);
-    // A rebuild may use as much memory again as the cache (the parts it builds go into the cache).
-    long buildBytes = keyIndexCacheBytes == 0 ? IndexCache.defaultBudget() : keyIndexCacheBytes;
-    return new IndexLookup(pool, cache, keyIndexParts, buildBytes);
-  }
+
+    public MergeOptions withMaxChanges(int n) {
+        return new MergeOptions(
+                n,
+                maxStagedBytes,
+                maxCommitAttempts,
+                ioThreads,
+                keyIndex,
+                keyIndexParts,
+                keyIndexCacheBytes,
+                rewriteFilesBelowBytes,
+                rewriteBytesPerMerge,
+                waitForInitialLoad);
+    }
+
+    public MergeOptions withKeyIndex(boolean on) {
+        return new MergeOptions(
+                maxChanges,
+                maxStagedBytes,
+                maxCommitAttempts,
+                ioThreads,
+                on,
+                keyIndexParts,
+                keyIndexCacheBytes,
+                rewriteFilesBelowBytes,
+                rewriteBytesPerMerge,
+                waitForInitialLoad);
+    }
+
+    /** With no cache: every run reads the index from storage, as a new container does. */
+    public MergeOptions withoutKeyIndexCache() {
+        return new MergeOptions(
+                maxChanges,
+                maxStagedBytes,
+                maxCommitAttempts,
+                ioThreads,
+                keyIndex,
+                keyIndexParts,
+                0,
+                rewriteFilesBelowBytes,
+                rewriteBytesPerMerge,
+                waitForInitialLoad);
+    }
+
+    public MergeOptions withRewriteFilesBelow(long bytes) {
+        return new MergeOptions(
+                maxChanges,
+                maxStagedBytes,
+                maxCommitAttempts,
+                ioThreads,
+                keyIndex,
+                keyIndexParts,
+                keyIndexCacheBytes,
+                bytes,
+                rewriteBytesPerMerge,
+                waitForInitialLoad);
+    }
+
+    public MergeOptions withRewriteBytesPerMerge(long bytes) {
+        return new MergeOptions(
+                maxChanges,
+                maxStagedBytes,
+                maxCommitAttempts,
+                ioThreads,
+                keyIndex,
+                keyIndexParts,
+                keyIndexCacheBytes,
+                rewriteFilesBelowBytes,
+                bytes,
+                waitForInitialLoad);
+    }
+
+    /** How this run finds live rows. */
+    public LiveRowLookup lookup(ExecutorService pool) {
+        if (!keyIndex) {
+            return new ScanLookup(pool);
+        }
+        IndexCache cache = keyIndexCacheBytes == 0 ? new IndexCache(0) : IndexCache.shared(keyIndexCacheBytes);
+        // A rebuild may use as much memory again as the cache (the parts it builds go into the cache).
+        long buildBytes = keyIndexCacheBytes == 0 ? IndexCache.defaultBudget() : keyIndexCacheBytes;
+        return new IndexLookup(pool, cache, keyIndexParts, buildBytes);
+    }
 }

@@ -23,63 +23,74 @@ import org.apache.iceberg.data.Record;
  * else its item counts as removed (once, however many rows it had).
  */
 final class RowPlan {
-  /** The new rows: upserts' items and the rows removals keep. */
-  final List<Record> rows = new ArrayList<>();
-  /** The live rows to delete. */
-  final List<LiveRow> toDelete = new ArrayList<>();
-  /** The changes that changed the table. */
-  final List<Change> applied = new ArrayList<>();
-  /** Every change the removals file must know of (all but the stale ones). */
-  final List<Change> removalsSeen = new ArrayList<>();
-  /** Keys left without a row. */
-  final List<List<Object>> removedKeys = new ArrayList<>();
-  /** Removals whose rows are kept (TTL_EXPIRIES=mark, DELETES=soft). */
-  int keptRemovals;
-  long stale;
-  long rowsReplaced;
-  long itemsRemoved;
+    /** The new rows: upserts' items and the rows removals keep. */
+    final List<Record> rows = new ArrayList<>();
+    /** The live rows to delete. */
+    final List<LiveRow> toDelete = new ArrayList<>();
+    /** The changes that changed the table. */
+    final List<Change> applied = new ArrayList<>();
+    /** Every change the removals file must know of (all but the stale ones). */
+    final List<Change> removalsSeen = new ArrayList<>();
+    /** Keys left without a row. */
+    final List<List<Object>> removedKeys = new ArrayList<>();
+    /** Removals whose rows are kept (TTL_EXPIRIES=mark, DELETES=soft). */
+    int keptRemovals;
 
-  private RowPlan() {}
+    long stale;
+    long rowsReplaced;
+    long itemsRemoved;
 
-  static RowPlan of(Table table, TableLayout layout, RemovalPolicy policy, KeyChanges changes,
-      LiveRowLookup.Found found, RemovalsFile removals, ExecutorService pool) {
-    RowPlan plan = new RowPlan();
-    KeptRows kept = new KeptRows(table, layout);
-    for (Map.Entry<List<Object>, Change> e : changes.latest.entrySet()) {
-      List<Object> key = e.getKey();
-      Change c = e.getValue();
-      List<LiveRow> live = found.rows().getOrDefault(key, List.of());
-      String padded = SequenceNumbers.pad(c.sequenceNumber());
-      if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)
-          || (live.isEmpty() && removals.removedAfter(key, c.sequenceNumber()))) {
-        plan.stale++; // the table already holds this change or a newer one, or removed the item since
-        continue;
-      }
-      plan.removalsSeen.add(c);
-      if (c.operation().isUpsert()) {
-        plan.rows.add(layout.toRow(c));
-        plan.rowsReplaced += live.size();
-      } else if (policy.keepsRow(c.ttlExpiry()) && keeps(kept, removals, key, c, changes, live)) {
-        plan.rowsReplaced += live.size(); // the item's row is written again, marked
-      } else if (live.isEmpty()) {
-        continue; // removing an item the table does not have: only the removals file notes it
-      } else {
-        plan.itemsRemoved++;
-        plan.removedKeys.add(key);
-      }
-      plan.toDelete.addAll(live);
-      plan.applied.add(c);
+    private RowPlan() {}
+
+    static RowPlan of(
+            Table table,
+            TableLayout layout,
+            RemovalPolicy policy,
+            KeyChanges changes,
+            LiveRowLookup.Found found,
+            RemovalsFile removals,
+            ExecutorService pool) {
+        RowPlan plan = new RowPlan();
+        KeptRows kept = new KeptRows(table, layout);
+        for (Map.Entry<List<Object>, Change> e : changes.latest.entrySet()) {
+            List<Object> key = e.getKey();
+            Change c = e.getValue();
+            List<LiveRow> live = found.rows().getOrDefault(key, List.of());
+            String padded = SequenceNumbers.pad(c.sequenceNumber());
+            if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)
+                    || (live.isEmpty() && removals.removedAfter(key, c.sequenceNumber()))) {
+                plan.stale++; // the table already holds this change or a newer one, or removed the item since
+                continue;
+            }
+            plan.removalsSeen.add(c);
+            if (c.operation().isUpsert()) {
+                plan.rows.add(layout.toRow(c));
+                plan.rowsReplaced += live.size();
+            } else if (policy.keepsRow(c.ttlExpiry()) && keeps(kept, removals, key, c, changes, live)) {
+                plan.rowsReplaced += live.size(); // the item's row is written again, marked
+            } else if (live.isEmpty()) {
+                continue; // removing an item the table does not have: only the removals file notes it
+            } else {
+                plan.itemsRemoved++;
+                plan.removedKeys.add(key);
+            }
+            plan.toDelete.addAll(live);
+            plan.applied.add(c);
+        }
+        plan.rows.addAll(kept.rows(pool));
+        plan.keptRemovals = kept.size();
+        return plan;
     }
-    plan.rows.addAll(kept.rows(pool));
-    plan.keptRemovals = kept.size();
-    return plan;
-  }
 
-  /** Whether removal {@code c} keeps its item's row (noted in {@code kept}); see {@link KeptRows#keep}. */
-  private static boolean keeps(KeptRows kept, RemovalsFile removals, List<Object> key, Change c, KeyChanges changes,
-      List<LiveRow> live) {
-    Change upsert = changes.latestUpsert.get(key);
-    return kept.keep(c, upsert, changes.latestDeleting.get(key), live,
-        upsert != null && removals.removedAfter(key, upsert.sequenceNumber()));
-  }
+    /** Whether removal {@code c} keeps its item's row (noted in {@code kept}); see {@link KeptRows#keep}. */
+    private static boolean keeps(
+            KeptRows kept, RemovalsFile removals, List<Object> key, Change c, KeyChanges changes, List<LiveRow> live) {
+        Change upsert = changes.latestUpsert.get(key);
+        return kept.keep(
+                c,
+                upsert,
+                changes.latestDeleting.get(key),
+                live,
+                upsert != null && removals.removedAfter(key, upsert.sequenceNumber()));
+    }
 }

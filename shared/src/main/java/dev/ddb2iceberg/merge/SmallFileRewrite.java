@@ -44,152 +44,163 @@ import org.apache.iceberg.util.StructLikeSet;
  * data file's deletion vector is replaced, never added to, so each file carries one.
  */
 final class SmallFileRewrite {
-  private final Table table;
-  private final MergeOptions options;
+    private final Table table;
+    private final MergeOptions options;
 
-  SmallFileRewrite(Table table, MergeOptions options) {
-    this.table = table;
-    this.options = options;
-  }
-
-  /**
-   * What the merge does with its files.
-   *
-   * @param dropped data files removed in the commit (emptied, or folded)
-   * @param droppedDeletes the file-scoped deletes of those files, removed with them
-   * @param folded the dropped files whose other live rows move into the merge's new files, each
-   *     with the rows this merge deletes from it (none for an untouched file)
-   * @param positional rows that get position deletes or deletion vectors, in files that stay
-   * @param foldedBytes the folded files' size
-   * @param untouchedFolded folded files the merge had no change for
-   */
-  record Plan(List<DataFile> dropped, List<DeleteFile> droppedDeletes,
-      List<Map.Entry<FileScanTask, List<LiveRow>>> folded, List<LiveRow> positional, long foldedBytes,
-      int untouchedFolded) {}
-
-  /**
-   * Decides, for each touched file, whether it is dropped (all its live rows go), folded or given
-   * deletes, and which untouched small files of {@code writtenPartitions} (partitions of the
-   * current spec the merge writes rows to) are folded too.
-   *
-   * @param toDelete the live rows the merge deletes
-   * @param liveRowsByFile live rows of each file, where known
-   * @param files every data file of the snapshot the merge plans against
-   */
-  Plan plan(List<LiveRow> toDelete, Map<String, Long> liveRowsByFile, List<FileScanTask> files,
-      StructLikeSet writtenPartitions) {
-    Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
-    toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>()).add(r));
-    boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
-    Budget budget = new Budget(options.rewriteBytesPerMerge(), options.maxChanges());
-
-    List<DataFile> dropped = new ArrayList<>();
-    List<DeleteFile> droppedDeletes = new ArrayList<>();
-    List<Map.Entry<FileScanTask, List<LiveRow>>> folded = new ArrayList<>();
-    List<LiveRow> positional = new ArrayList<>();
-    for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
-      FileScanTask task = e.getValue().get(0).task();
-      Long live = liveRowsByFile.get(e.getKey());
-      if (live != null && live == e.getValue().size()) {
-        drop(task, dropped, droppedDeletes); // every live row goes: no delete file to write, read or compact
-      } else if (folds && foldable(task) && budget.take(task.file())) {
-        drop(task, dropped, droppedDeletes);
-        folded.add(Map.entry(task, e.getValue()));
-      } else {
-        positional.addAll(e.getValue());
-      }
+    SmallFileRewrite(Table table, MergeOptions options) {
+        this.table = table;
+        this.options = options;
     }
 
-    int untouched = 0;
-    if (folds && !writtenPartitions.isEmpty()) {
-      List<FileScanTask> candidates = new ArrayList<>();
-      for (FileScanTask task : files) {
-        if (!byFile.containsKey(task.file().location()) && foldable(task)
-            && writtenPartitions.contains(task.file().partition())) {
-          candidates.add(task);
+    /**
+     * What the merge does with its files.
+     *
+     * @param dropped data files removed in the commit (emptied, or folded)
+     * @param droppedDeletes the file-scoped deletes of those files, removed with them
+     * @param folded the dropped files whose other live rows move into the merge's new files, each
+     *     with the rows this merge deletes from it (none for an untouched file)
+     * @param positional rows that get position deletes or deletion vectors, in files that stay
+     * @param foldedBytes the folded files' size
+     * @param untouchedFolded folded files the merge had no change for
+     */
+    record Plan(
+            List<DataFile> dropped,
+            List<DeleteFile> droppedDeletes,
+            List<Map.Entry<FileScanTask, List<LiveRow>>> folded,
+            List<LiveRow> positional,
+            long foldedBytes,
+            int untouchedFolded) {}
+
+    /**
+     * Decides, for each touched file, whether it is dropped (all its live rows go), folded or given
+     * deletes, and which untouched small files of {@code writtenPartitions} (partitions of the
+     * current spec the merge writes rows to) are folded too.
+     *
+     * @param toDelete the live rows the merge deletes
+     * @param liveRowsByFile live rows of each file, where known
+     * @param files every data file of the snapshot the merge plans against
+     */
+    Plan plan(
+            List<LiveRow> toDelete,
+            Map<String, Long> liveRowsByFile,
+            List<FileScanTask> files,
+            StructLikeSet writtenPartitions) {
+        Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
+        toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
+                .add(r));
+        boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
+        Budget budget = new Budget(options.rewriteBytesPerMerge(), options.maxChanges());
+
+        List<DataFile> dropped = new ArrayList<>();
+        List<DeleteFile> droppedDeletes = new ArrayList<>();
+        List<Map.Entry<FileScanTask, List<LiveRow>>> folded = new ArrayList<>();
+        List<LiveRow> positional = new ArrayList<>();
+        for (Map.Entry<String, List<LiveRow>> e : byFile.entrySet()) {
+            FileScanTask task = e.getValue().get(0).task();
+            Long live = liveRowsByFile.get(e.getKey());
+            if (live != null && live == e.getValue().size()) {
+                drop(task, dropped, droppedDeletes); // every live row goes: no delete file to write, read or compact
+            } else if (folds && foldable(task) && budget.take(task.file())) {
+                drop(task, dropped, droppedDeletes);
+                folded.add(Map.entry(task, e.getValue()));
+            } else {
+                positional.addAll(e.getValue());
+            }
         }
-      }
-      candidates.sort(Comparator.comparingLong(t -> t.file().fileSizeInBytes())); // the most files per byte first
-      for (FileScanTask task : candidates) {
-        if (!budget.take(task.file())) {
-          break;
+
+        int untouched = 0;
+        if (folds && !writtenPartitions.isEmpty()) {
+            List<FileScanTask> candidates = new ArrayList<>();
+            for (FileScanTask task : files) {
+                if (!byFile.containsKey(task.file().location())
+                        && foldable(task)
+                        && writtenPartitions.contains(task.file().partition())) {
+                    candidates.add(task);
+                }
+            }
+            candidates.sort(Comparator.comparingLong(t -> t.file().fileSizeInBytes())); // the most files per byte first
+            for (FileScanTask task : candidates) {
+                if (!budget.take(task.file())) {
+                    break;
+                }
+                drop(task, dropped, droppedDeletes);
+                folded.add(Map.entry(task, List.of()));
+                untouched++;
+            }
         }
-        drop(task, dropped, droppedDeletes);
-        folded.add(Map.entry(task, List.of()));
-        untouched++;
-      }
-    }
-    return new Plan(dropped, droppedDeletes, folded, positional, budget.bytes, untouched);
-  }
-
-  /** What one merge may fold: bytes of files, and rows (a file's record count bounds the rows it moves). */
-  private static final class Budget {
-    private final long maxBytes;
-    private final long maxRows;
-    private long bytes;
-    private long rows;
-
-    Budget(long maxBytes, long maxRows) {
-      this.maxBytes = maxBytes;
-      this.maxRows = maxRows;
+        return new Plan(dropped, droppedDeletes, folded, positional, budget.bytes, untouched);
     }
 
-    /** Takes the file if it fits what is left. */
-    boolean take(DataFile file) {
-      if (bytes + file.fileSizeInBytes() > maxBytes || rows + file.recordCount() > maxRows) {
-        return false;
-      }
-      bytes += file.fileSizeInBytes();
-      rows += file.recordCount();
-      return true;
-    }
-  }
+    /** What one merge may fold: bytes of files, and rows (a file's record count bounds the rows it moves). */
+    private static final class Budget {
+        private final long maxBytes;
+        private final long maxRows;
+        private long bytes;
+        private long rows;
 
-  /**
-   * Small enough to fold, whole in one task (so all its rows are read), and in the current
-   * partition spec (its rows then go to the same partition of the new file).
-   */
-  private boolean foldable(FileScanTask task) {
-    DataFile file = task.file();
-    return file.fileSizeInBytes() < options.rewriteFilesBelowBytes() && task.start() == 0
-        && task.length() >= file.fileSizeInBytes() && file.specId() == table.spec().specId();
-  }
+        Budget(long maxBytes, long maxRows) {
+            this.maxBytes = maxBytes;
+            this.maxRows = maxRows;
+        }
 
-  /** Drops a data file with its own deletes (deletion vectors, file-scoped position deletes). */
-  private static void drop(FileScanTask task, List<DataFile> dropped, List<DeleteFile> droppedDeletes) {
-    dropped.add(task.file());
-    droppedDeletes.addAll(TaskRows.ownDeletes(task));
-  }
+        /** Takes the file if it fits what is left. */
+        boolean take(DataFile file) {
+            if (bytes + file.fileSizeInBytes() > maxBytes || rows + file.recordCount() > maxRows) {
+                return false;
+            }
+            bytes += file.fileSizeInBytes();
+            rows += file.recordCount();
+            return true;
+        }
+    }
 
-  /**
-   * The live rows of each folded file except those at the positions the merge deletes, as rows of
-   * the table's current schema; the files are read side by side on {@code pool}.
-   */
-  static List<Record> liveRowsBut(Table table, List<Map.Entry<FileScanTask, List<LiveRow>>> files,
-      ExecutorService pool) {
-    if (files.isEmpty()) {
-      return List.of();
+    /**
+     * Small enough to fold, whole in one task (so all its rows are read), and in the current
+     * partition spec (its rows then go to the same partition of the new file).
+     */
+    private boolean foldable(FileScanTask task) {
+        DataFile file = task.file();
+        return file.fileSizeInBytes() < options.rewriteFilesBelowBytes()
+                && task.start() == 0
+                && task.length() >= file.fileSizeInBytes()
+                && file.specId() == table.spec().specId();
     }
-    List<Future<List<Record>>> reads = new ArrayList<>();
-    for (Map.Entry<FileScanTask, List<LiveRow>> f : files) {
-      reads.add(pool.submit(() -> liveRowsBut(table, f.getKey(), f.getValue())));
-    }
-    List<Record> out = new ArrayList<>();
-    for (Future<List<Record>> read : reads) {
-      out.addAll(Futures.join(read, "reading small data files to fold"));
-    }
-    return out;
-  }
 
-  private static List<Record> liveRowsBut(Table table, FileScanTask task, List<LiveRow> deleted) {
-    Set<Long> gone = new HashSet<>();
-    deleted.forEach(r -> gone.add(r.position()));
-    List<Record> out = new ArrayList<>();
-    TaskRows.withPositions(table, task, (position, row) -> {
-      if (!gone.contains(position)) {
-        out.add(row);
-      }
-    });
-    return out;
-  }
+    /** Drops a data file with its own deletes (deletion vectors, file-scoped position deletes). */
+    private static void drop(FileScanTask task, List<DataFile> dropped, List<DeleteFile> droppedDeletes) {
+        dropped.add(task.file());
+        droppedDeletes.addAll(TaskRows.ownDeletes(task));
+    }
+
+    /**
+     * The live rows of each folded file except those at the positions the merge deletes, as rows of
+     * the table's current schema; the files are read side by side on {@code pool}.
+     */
+    static List<Record> liveRowsBut(
+            Table table, List<Map.Entry<FileScanTask, List<LiveRow>>> files, ExecutorService pool) {
+        if (files.isEmpty()) {
+            return List.of();
+        }
+        List<Future<List<Record>>> reads = new ArrayList<>();
+        for (Map.Entry<FileScanTask, List<LiveRow>> f : files) {
+            reads.add(pool.submit(() -> liveRowsBut(table, f.getKey(), f.getValue())));
+        }
+        List<Record> out = new ArrayList<>();
+        for (Future<List<Record>> read : reads) {
+            out.addAll(Futures.join(read, "reading small data files to fold"));
+        }
+        return out;
+    }
+
+    private static List<Record> liveRowsBut(Table table, FileScanTask task, List<LiveRow> deleted) {
+        Set<Long> gone = new HashSet<>();
+        deleted.forEach(r -> gone.add(r.position()));
+        List<Record> out = new ArrayList<>();
+        TaskRows.withPositions(table, task, (position, row) -> {
+            if (!gone.contains(position)) {
+                out.add(row);
+            }
+        });
+        return out;
+    }
 }

@@ -16,29 +16,29 @@ import java.util.Objects;
  * @param ttlExpiry true when DynamoDB's TTL process, not a user, removed the item
  */
 public record Change(
-    Map<String, DdbValue> keys,
-    Operation operation,
-    Map<String, DdbValue> newImage,
-    String sequenceNumber,
-    long approximateCreationMillis,
-    boolean ttlExpiry) {
+        Map<String, DdbValue> keys,
+        Operation operation,
+        Map<String, DdbValue> newImage,
+        String sequenceNumber,
+        long approximateCreationMillis,
+        boolean ttlExpiry) {
 
-  public Change {
-    Objects.requireNonNull(operation, "operation");
-    if (keys == null || keys.isEmpty()) {
-      throw new IllegalArgumentException("a change needs its item's key attributes");
+    public Change {
+        Objects.requireNonNull(operation, "operation");
+        if (keys == null || keys.isEmpty()) {
+            throw new IllegalArgumentException("a change needs its item's key attributes");
+        }
+        keys = Collections.unmodifiableMap(new LinkedHashMap<>(keys));
+        SequenceNumbers.check(sequenceNumber);
+        if (operation.isUpsert() && newImage == null) {
+            throw new IllegalArgumentException(operation + " change " + sequenceNumber + " has no new image");
+        }
+        if (!operation.isUpsert() && newImage != null) {
+            throw new IllegalArgumentException("REMOVE change " + sequenceNumber + " must not carry a new image");
+        }
+        newImage = newImage == null ? null : Collections.unmodifiableMap(new LinkedHashMap<>(newImage));
+        if (ttlExpiry && operation != Operation.REMOVE) {
+            throw new IllegalArgumentException("only a REMOVE can be a TTL expiry");
+        }
     }
-    keys = Collections.unmodifiableMap(new LinkedHashMap<>(keys));
-    SequenceNumbers.check(sequenceNumber);
-    if (operation.isUpsert() && newImage == null) {
-      throw new IllegalArgumentException(operation + " change " + sequenceNumber + " has no new image");
-    }
-    if (!operation.isUpsert() && newImage != null) {
-      throw new IllegalArgumentException("REMOVE change " + sequenceNumber + " must not carry a new image");
-    }
-    newImage = newImage == null ? null : Collections.unmodifiableMap(new LinkedHashMap<>(newImage));
-    if (ttlExpiry && operation != Operation.REMOVE) {
-      throw new IllegalArgumentException("only a REMOVE can be a TTL expiry");
-    }
-  }
 }

@@ -7,40 +7,41 @@ import java.math.BigDecimal;
  * to (but not including) 1E+126, negative likewise, and zero.
  */
 public final class DdbNumbers {
-  public static final int MAX_SIGNIFICANT_DIGITS = 38;
-  private static final BigDecimal MIN_MAGNITUDE = new BigDecimal("1E-130");
-  private static final BigDecimal MAX_EXCLUSIVE_MAGNITUDE = new BigDecimal("1E+126");
+    public static final int MAX_SIGNIFICANT_DIGITS = 38;
+    private static final BigDecimal MIN_MAGNITUDE = new BigDecimal("1E-130");
+    private static final BigDecimal MAX_EXCLUSIVE_MAGNITUDE = new BigDecimal("1E+126");
 
-  private DdbNumbers() {}
+    private DdbNumbers() {}
 
-  /** Throws {@link IllegalArgumentException} saying what is wrong unless {@code text} is a DynamoDB number. */
-  public static BigDecimal check(String text) {
-    if (text == null || text.isEmpty()) {
-      throw new IllegalArgumentException("N value is empty");
+    /** Throws {@link IllegalArgumentException} saying what is wrong unless {@code text} is a DynamoDB number. */
+    public static BigDecimal check(String text) {
+        if (text == null || text.isEmpty()) {
+            throw new IllegalArgumentException("N value is empty");
+        }
+        BigDecimal value;
+        try {
+            value = new BigDecimal(text.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("N value '" + abbreviate(text) + "' is not a decimal number");
+        }
+        if (value.signum() == 0) {
+            return value;
+        }
+        BigDecimal stripped = value.stripTrailingZeros();
+        if (stripped.precision() > MAX_SIGNIFICANT_DIGITS) {
+            throw new IllegalArgumentException("N value '" + abbreviate(text) + "' has " + stripped.precision()
+                    + " significant digits; DynamoDB allows at most " + MAX_SIGNIFICANT_DIGITS);
+        }
+        BigDecimal magnitude = value.abs();
+        if (magnitude.compareTo(MIN_MAGNITUDE) < 0 || magnitude.compareTo(MAX_EXCLUSIVE_MAGNITUDE) >= 0) {
+            throw new IllegalArgumentException(
+                    "N value '" + abbreviate(text)
+                            + "' is outside DynamoDB's range (magnitude 1E-130 to 9.9999999999999999999999999999999999999E+125)");
+        }
+        return value;
     }
-    BigDecimal value;
-    try {
-      value = new BigDecimal(text.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("N value '" + abbreviate(text) + "' is not a decimal number");
-    }
-    if (value.signum() == 0) {
-      return value;
-    }
-    BigDecimal stripped = value.stripTrailingZeros();
-    if (stripped.precision() > MAX_SIGNIFICANT_DIGITS) {
-      throw new IllegalArgumentException("N value '" + abbreviate(text) + "' has " + stripped.precision()
-          + " significant digits; DynamoDB allows at most " + MAX_SIGNIFICANT_DIGITS);
-    }
-    BigDecimal magnitude = value.abs();
-    if (magnitude.compareTo(MIN_MAGNITUDE) < 0 || magnitude.compareTo(MAX_EXCLUSIVE_MAGNITUDE) >= 0) {
-      throw new IllegalArgumentException("N value '" + abbreviate(text)
-          + "' is outside DynamoDB's range (magnitude 1E-130 to 9.9999999999999999999999999999999999999E+125)");
-    }
-    return value;
-  }
 
-  private static String abbreviate(String text) {
-    return text.length() <= 60 ? text : text.substring(0, 57) + "...";
-  }
+    private static String abbreviate(String text) {
+        return text.length() <= 60 ? text : text.substring(0, 57) + "...";
+    }
 }

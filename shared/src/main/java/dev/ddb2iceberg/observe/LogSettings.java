@@ -29,125 +29,130 @@ import org.slf4j.event.Level;
  * Tests may switch format and destination with {@link #use}.
  */
 public final class LogSettings {
-  /** The prefix of the pipeline's own loggers. */
-  static final String PIPELINE = "dev.ddb2iceberg";
+    /** The prefix of the pipeline's own loggers. */
+    static final String PIPELINE = "dev.ddb2iceberg";
 
-  public enum Format { JSON, TEXT }
-
-  private static volatile LogSettings current = fromEnvironment(System.getenv());
-
-  private final Format format;
-  /** Where lines go; null for the standard stream of the moment (the local invoker redirects it). */
-  private final PrintStream out;
-  /** Logger-name prefix to level, longest prefix first; "" is the default for libraries. */
-  private final Map<String, Level> levels;
-
-  LogSettings(Format format, PrintStream out, Map<String, Level> levels) {
-    this.format = format;
-    this.out = out;
-    TreeMap<String, Level> sorted = new TreeMap<>(Comparator.comparingInt(String::length).reversed()
-        .thenComparing(Comparator.naturalOrder()));
-    sorted.putAll(levels);
-    this.levels = Collections.unmodifiableMap(sorted);
-  }
-
-  static LogSettings current() {
-    return current;
-  }
-
-  /** Switches format and destination (keeping the levels); returns the settings it replaced. */
-  public static LogSettings use(Format format, PrintStream out) {
-    LogSettings before = current;
-    current = new LogSettings(format, out, before.levels);
-    return before;
-  }
-
-  /**
-   * Sets the pipeline's own level unless the user chose one with {@code LOG_LEVEL} (the local demo
-   * quiets the functions this way and shows its own progress instead).
-   */
-  public static void defaultPipelineLevel(Level level) {
-    if (Environment.system().raw(Settings.LOG_LEVEL) == null) {
-      LogSettings before = current;
-      Map<String, Level> levels = new TreeMap<>(before.levels);
-      levels.put(PIPELINE, level);
-      current = new LogSettings(before.format, before.out, levels);
+    public enum Format {
+        JSON,
+        TEXT
     }
-  }
 
-  /** Restores settings returned by {@link #use}. */
-  public static void restore(LogSettings settings) {
-    current = settings;
-  }
+    private static volatile LogSettings current = fromEnvironment(System.getenv());
 
-  static LogSettings fromEnvironment(Map<String, String> variables) {
-    Environment env = new Environment(variables);
-    Format inLambda = env.raw(Settings.AWS_LAMBDA_FUNCTION_NAME) != null ? Format.JSON : Format.TEXT;
-    Format format = Format.valueOf(env.choice(Settings.LOG_FORMAT, inLambda.name()).toUpperCase(Locale.ROOT));
-    String level = env.raw(Settings.LOG_LEVEL);
-    if (level == null) {
-      level = env.raw(Settings.AWS_LAMBDA_LOG_LEVEL);
+    private final Format format;
+    /** Where lines go; null for the standard stream of the moment (the local invoker redirects it). */
+    private final PrintStream out;
+    /** Logger-name prefix to level, longest prefix first; "" is the default for libraries. */
+    private final Map<String, Level> levels;
+
+    LogSettings(Format format, PrintStream out, Map<String, Level> levels) {
+        this.format = format;
+        this.out = out;
+        TreeMap<String, Level> sorted = new TreeMap<>(
+                Comparator.comparingInt(String::length).reversed().thenComparing(Comparator.naturalOrder()));
+        sorted.putAll(levels);
+        this.levels = Collections.unmodifiableMap(sorted);
     }
-    Level pipeline = level(level == null ? Settings.AWS_LAMBDA_LOG_LEVEL.defaultValue() : level);
-    Map<String, Level> levels = new TreeMap<>();
-    levels.put("", pipeline.toInt() > Level.WARN.toInt() ? pipeline : Level.WARN);
-    levels.putAll(classPathLevels());
-    levels.put(PIPELINE, pipeline);
-    return new LogSettings(format, null, levels);
-  }
 
-  /** A level name as SLF4J spells it; FATAL (Lambda's name) is ERROR, anything unknown is INFO. */
-  static Level level(String name) {
-    String n = name.trim().toUpperCase(Locale.ROOT);
-    if (n.equals("FATAL")) {
-      return Level.ERROR;
+    static LogSettings current() {
+        return current;
     }
-    for (Level l : Level.values()) {
-      if (l.name().equals(n)) {
-        return l;
-      }
-    }
-    return Level.INFO;
-  }
 
-  private static Map<String, Level> classPathLevels() {
-    Map<String, Level> levels = new TreeMap<>();
-    try {
-      for (URL url : Collections.list(LogSettings.class.getClassLoader().getResources("ddb2iceberg-logging.properties"))) {
-        Properties p = new Properties();
-        try (InputStream in = url.openStream()) {
-          p.load(in);
+    /** Switches format and destination (keeping the levels); returns the settings it replaced. */
+    public static LogSettings use(Format format, PrintStream out) {
+        LogSettings before = current;
+        current = new LogSettings(format, out, before.levels);
+        return before;
+    }
+
+    /**
+     * Sets the pipeline's own level unless the user chose one with {@code LOG_LEVEL} (the local demo
+     * quiets the functions this way and shows its own progress instead).
+     */
+    public static void defaultPipelineLevel(Level level) {
+        if (Environment.system().raw(Settings.LOG_LEVEL) == null) {
+            LogSettings before = current;
+            Map<String, Level> levels = new TreeMap<>(before.levels);
+            levels.put(PIPELINE, level);
+            current = new LogSettings(before.format, before.out, levels);
         }
-        for (String key : p.stringPropertyNames()) {
-          if (key.startsWith("level.")) {
-            levels.put(key.substring("level.".length()), level(p.getProperty(key)));
-          }
+    }
+
+    /** Restores settings returned by {@link #use}. */
+    public static void restore(LogSettings settings) {
+        current = settings;
+    }
+
+    static LogSettings fromEnvironment(Map<String, String> variables) {
+        Environment env = new Environment(variables);
+        Format inLambda = env.raw(Settings.AWS_LAMBDA_FUNCTION_NAME) != null ? Format.JSON : Format.TEXT;
+        Format format =
+                Format.valueOf(env.choice(Settings.LOG_FORMAT, inLambda.name()).toUpperCase(Locale.ROOT));
+        String level = env.raw(Settings.LOG_LEVEL);
+        if (level == null) {
+            level = env.raw(Settings.AWS_LAMBDA_LOG_LEVEL);
         }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("Could not read ddb2iceberg-logging.properties from the class path", e);
+        Level pipeline = level(level == null ? Settings.AWS_LAMBDA_LOG_LEVEL.defaultValue() : level);
+        Map<String, Level> levels = new TreeMap<>();
+        levels.put("", pipeline.toInt() > Level.WARN.toInt() ? pipeline : Level.WARN);
+        levels.putAll(classPathLevels());
+        levels.put(PIPELINE, pipeline);
+        return new LogSettings(format, null, levels);
     }
-    return levels;
-  }
 
-  Format format() {
-    return format;
-  }
-
-  PrintStream out() {
-    if (out != null) {
-      return out;
+    /** A level name as SLF4J spells it; FATAL (Lambda's name) is ERROR, anything unknown is INFO. */
+    static Level level(String name) {
+        String n = name.trim().toUpperCase(Locale.ROOT);
+        if (n.equals("FATAL")) {
+            return Level.ERROR;
+        }
+        for (Level l : Level.values()) {
+            if (l.name().equals(n)) {
+                return l;
+            }
+        }
+        return Level.INFO;
     }
-    return format == Format.JSON ? System.out : System.err;
-  }
 
-  /** The level a logger of this name logs at: the longest configured prefix wins. */
-  Level levelFor(String loggerName) {
-    for (Map.Entry<String, Level> e : levels.entrySet()) {
-      if (loggerName.startsWith(e.getKey())) {
-        return e.getValue();
-      }
+    private static Map<String, Level> classPathLevels() {
+        Map<String, Level> levels = new TreeMap<>();
+        try {
+            for (URL url : Collections.list(
+                    LogSettings.class.getClassLoader().getResources("ddb2iceberg-logging.properties"))) {
+                Properties p = new Properties();
+                try (InputStream in = url.openStream()) {
+                    p.load(in);
+                }
+                for (String key : p.stringPropertyNames()) {
+                    if (key.startsWith("level.")) {
+                        levels.put(key.substring("level.".length()), level(p.getProperty(key)));
+                    }
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not read ddb2iceberg-logging.properties from the class path", e);
+        }
+        return levels;
     }
-    return Level.WARN;
-  }
+
+    Format format() {
+        return format;
+    }
+
+    PrintStream out() {
+        if (out != null) {
+            return out;
+        }
+        return format == Format.JSON ? System.out : System.err;
+    }
+
+    /** The level a logger of this name logs at: the longest configured prefix wins. */
+    Level levelFor(String loggerName) {
+        for (Map.Entry<String, Level> e : levels.entrySet()) {
+            if (loggerName.startsWith(e.getKey())) {
+                return e.getValue();
+            }
+        }
+        return Level.WARN;
+    }
 }

@@ -11,52 +11,52 @@ import java.time.Clock;
  * dimension, at no API cost and with no IAM permission. The alarms in template.yaml read them.
  */
 public final class MetricLine {
-  public static final String NAMESPACE = "ddb2iceberg";
-  private static final ObjectMapper JSON = new ObjectMapper();
+    public static final String NAMESPACE = "ddb2iceberg";
+    private static final ObjectMapper JSON = new ObjectMapper();
 
-  private final ObjectNode root = JSON.createObjectNode();
-  private final ArrayNode definitions;
+    private final ObjectNode root = JSON.createObjectNode();
+    private final ArrayNode definitions;
 
-  private MetricLine(String table, Clock clock) {
-    ObjectNode aws = root.putObject("_aws");
-    aws.put("Timestamp", clock.millis());
-    ObjectNode directive = aws.putArray("CloudWatchMetrics").addObject();
-    directive.put("Namespace", NAMESPACE);
-    directive.putArray("Dimensions").addArray().add("Table");
-    definitions = directive.putArray("Metrics");
-    root.put("Table", table);
-  }
+    private MetricLine(String table, Clock clock) {
+        ObjectNode aws = root.putObject("_aws");
+        aws.put("Timestamp", clock.millis());
+        ObjectNode directive = aws.putArray("CloudWatchMetrics").addObject();
+        directive.put("Namespace", NAMESPACE);
+        directive.putArray("Dimensions").addArray().add("Table");
+        definitions = directive.putArray("Metrics");
+        root.put("Table", table);
+    }
 
-  /** A line for the given table ({@code namespace.name}). */
-  public static MetricLine forTable(String table, Clock clock) {
-    return new MetricLine(table, clock);
-  }
+    /** A line for the given table ({@code namespace.name}). */
+    public static MetricLine forTable(String table, Clock clock) {
+        return new MetricLine(table, clock);
+    }
 
-  public MetricLine count(String name, long value) {
-    return metric(name, value, "Count");
-  }
+    public MetricLine count(String name, long value) {
+        return metric(name, value, "Count");
+    }
 
-  public MetricLine seconds(String name, long value) {
-    return metric(name, value, "Seconds");
-  }
+    public MetricLine seconds(String name, long value) {
+        return metric(name, value, "Seconds");
+    }
 
-  public MetricLine bytes(String name, long value) {
-    return metric(name, value, "Bytes");
-  }
+    public MetricLine bytes(String name, long value) {
+        return metric(name, value, "Bytes");
+    }
 
-  public MetricLine milliseconds(String name, long value) {
-    return metric(name, value, "Milliseconds");
-  }
+    public MetricLine milliseconds(String name, long value) {
+        return metric(name, value, "Milliseconds");
+    }
 
-  private MetricLine metric(String name, long value, String unit) {
-    definitions.addObject().put("Name", name).put("Unit", unit);
-    root.put(name, value);
-    return this;
-  }
+    private MetricLine metric(String name, long value, String unit) {
+        definitions.addObject().put("Name", name).put("Unit", unit);
+        root.put(name, value);
+        return this;
+    }
 
-  /** The line, one JSON object without line breaks, as EMF requires. */
-  @Override
-  public String toString() {
-    return root.toString();
-  }
+    /** The line, one JSON object without line breaks, as EMF requires. */
+    @Override
+    public String toString() {
+        return root.toString();
+    }
 }

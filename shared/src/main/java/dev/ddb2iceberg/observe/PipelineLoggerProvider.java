@@ -16,33 +16,33 @@ import org.slf4j.spi.SLF4JServiceProvider;
  * and writes the JSON lines CloudWatch Logs Insights reads without further configuration.
  */
 public final class PipelineLoggerProvider implements SLF4JServiceProvider {
-  private final ConcurrentMap<String, Logger> loggers = new ConcurrentHashMap<>();
-  private final ILoggerFactory factory = name -> loggers.computeIfAbsent(name, PipelineLogger::new);
-  private final IMarkerFactory markers = new BasicMarkerFactory();
-  private final MDCAdapter mdc = new BasicMDCAdapter();
+    private final ConcurrentMap<String, Logger> loggers = new ConcurrentHashMap<>();
+    private final ILoggerFactory factory = name -> loggers.computeIfAbsent(name, PipelineLogger::new);
+    private final IMarkerFactory markers = new BasicMarkerFactory();
+    private final MDCAdapter mdc = new BasicMDCAdapter();
 
-  @Override
-  public ILoggerFactory getLoggerFactory() {
-    return factory;
-  }
+    @Override
+    public ILoggerFactory getLoggerFactory() {
+        return factory;
+    }
 
-  @Override
-  public IMarkerFactory getMarkerFactory() {
-    return markers;
-  }
+    @Override
+    public IMarkerFactory getMarkerFactory() {
+        return markers;
+    }
 
-  @Override
-  public MDCAdapter getMDCAdapter() {
-    return mdc;
-  }
+    @Override
+    public MDCAdapter getMDCAdapter() {
+        return mdc;
+    }
 
-  @Override
-  public String getRequestedApiVersion() {
-    return "2.0.99";
-  }
+    @Override
+    public String getRequestedApiVersion() {
+        return "2.0.99";
+    }
 
-  @Override
-  public void initialize() {
-    // Nothing to set up: LogSettings reads the environment when first used.
-  }
+    @Override
+    public void initialize() {
+        // Nothing to set up: LogSettings reads the environment when first used.
+    }
 }

@@ -1,7 +1,7 @@
 package dev.ddb2iceberg.removals;
 
-import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.config.RemovalPolicy;
+import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
@@ -32,103 +32,110 @@ import org.apache.iceberg.data.Record;
  * per touched file, side by side). A removal of an item the table does not hold leaves nothing.
  */
 public final class KeptRows {
-  private final Table table;
-  private final TableLayout layout;
-  /** Removals whose item comes from the table: the live row to copy, by removal. */
-  private final Map<Change, LiveRow> fromTable = new LinkedHashMap<>();
-  private final List<Record> rows = new ArrayList<>();
+    private final Table table;
+    private final TableLayout layout;
+    /** Removals whose item comes from the table: the live row to copy, by removal. */
+    private final Map<Change, LiveRow> fromTable = new LinkedHashMap<>();
 
-  public KeptRows(Table table, TableLayout layout) {
-    this.table = table;
-    this.layout = layout;
-  }
+    private final List<Record> rows = new ArrayList<>();
 
-  /**
-   * Notes that {@code removal} keeps its item's row: the item is {@code upsert}'s image (the key's
-   * newest in this merge) when that is newer than the table's {@code live} rows, else the newest
-   * live row; either only if newer than {@code deleting}, a removal in this merge that deleted the
-   * row (the workload tests make such removals of removed items; DynamoDB does not), and only if
-   * no removal on the removals file came after the upsert ({@code upsertRemovedSince}: a copy of
-   * an old upsert delivered again). Returns false when there is no item to keep.
-   */
-  public boolean keep(Change removal, Change upsert, Change deleting, List<LiveRow> live, boolean upsertRemovedSince) {
-    if (upsertRemovedSince) {
-      upsert = null; // a removal an earlier merge applied came after it: that item is gone
+    public KeptRows(Table table, TableLayout layout) {
+        this.table = table;
+        this.layout = layout;
     }
-    String deletedAt = deleting == null ? "" : SequenceNumbers.pad(deleting.sequenceNumber());
-    LiveRow newest = null;
-    for (LiveRow r : live) {
-      if (r.paddedSequence().compareTo(deletedAt) > 0
-          && (newest == null || r.paddedSequence().compareTo(newest.paddedSequence()) > 0)) {
-        newest = r;
-      }
-    }
-    String upserted = upsert == null ? "" : SequenceNumbers.pad(upsert.sequenceNumber());
-    if (upsert != null && upserted.compareTo(deletedAt) > 0
-        && (newest == null || upserted.compareTo(newest.paddedSequence()) > 0)) {
-      rows.add(mark(layout.toRow(upsert), removal));
-      return true;
-    }
-    if (newest == null) {
-      return false;
-    }
-    fromTable.put(removal, newest);
-    return true;
-  }
 
-  /** Every kept row, the table's rows read from their files now (side by side on {@code pool}). */
-  public List<Record> rows(ExecutorService pool) {
-    Map<String, List<Map.Entry<Change, LiveRow>>> byFile = new LinkedHashMap<>();
-    fromTable.entrySet().forEach(e -> byFile.computeIfAbsent(e.getValue().task().file().location(),
-        f -> new ArrayList<>()).add(e));
-    List<Future<List<Record>>> reads = new ArrayList<>();
-    for (List<Map.Entry<Change, LiveRow>> inFile : byFile.values()) {
-      reads.add(pool.submit(() -> read(inFile)));
+    /**
+     * Notes that {@code removal} keeps its item's row: the item is {@code upsert}'s image (the key's
+     * newest in this merge) when that is newer than the table's {@code live} rows, else the newest
+     * live row; either only if newer than {@code deleting}, a removal in this merge that deleted the
+     * row (the workload tests make such removals of removed items; DynamoDB does not), and only if
+     * no removal on the removals file came after the upsert ({@code upsertRemovedSince}: a copy of
+     * an old upsert delivered again). Returns false when there is no item to keep.
+     */
+    public boolean keep(
+            Change removal, Change upsert, Change deleting, List<LiveRow> live, boolean upsertRemovedSince) {
+        if (upsertRemovedSince) {
+            upsert = null; // a removal an earlier merge applied came after it: that item is gone
+        }
+        String deletedAt = deleting == null ? "" : SequenceNumbers.pad(deleting.sequenceNumber());
+        LiveRow newest = null;
+        for (LiveRow r : live) {
+            if (r.paddedSequence().compareTo(deletedAt) > 0
+                    && (newest == null || r.paddedSequence().compareTo(newest.paddedSequence()) > 0)) {
+                newest = r;
+            }
+        }
+        String upserted = upsert == null ? "" : SequenceNumbers.pad(upsert.sequenceNumber());
+        if (upsert != null
+                && upserted.compareTo(deletedAt) > 0
+                && (newest == null || upserted.compareTo(newest.paddedSequence()) > 0)) {
+            rows.add(mark(layout.toRow(upsert), removal));
+            return true;
+        }
+        if (newest == null) {
+            return false;
+        }
+        fromTable.put(removal, newest);
+        return true;
     }
-    List<Record> out = new ArrayList<>(rows);
-    for (Future<List<Record>> read : reads) {
-      out.addAll(Futures.join(read, "reading the rows of removed items to keep"));
-    }
-    return out;
-  }
 
-  /** How many removals keep a row. */
-  public int size() {
-    return rows.size() + fromTable.size();
-  }
+    /** Every kept row, the table's rows read from their files now (side by side on {@code pool}). */
+    public List<Record> rows(ExecutorService pool) {
+        Map<String, List<Map.Entry<Change, LiveRow>>> byFile = new LinkedHashMap<>();
+        fromTable
+                .entrySet()
+                .forEach(e -> byFile.computeIfAbsent(e.getValue().task().file().location(), f -> new ArrayList<>())
+                        .add(e));
+        List<Future<List<Record>>> reads = new ArrayList<>();
+        for (List<Map.Entry<Change, LiveRow>> inFile : byFile.values()) {
+            reads.add(pool.submit(() -> read(inFile)));
+        }
+        List<Record> out = new ArrayList<>(rows);
+        for (Future<List<Record>> read : reads) {
+            out.addAll(Futures.join(read, "reading the rows of removed items to keep"));
+        }
+        return out;
+    }
 
-  private List<Record> read(List<Map.Entry<Change, LiveRow>> inFile) {
-    Map<Long, Change> byPosition = new HashMap<>();
-    inFile.forEach(e -> byPosition.put(e.getValue().position(), e.getKey()));
-    FileScanTask task = inFile.get(0).getValue().task();
-    List<Record> out = new ArrayList<>();
-    TaskRows.withPositions(table, task, (position, row) -> {
-      Change removal = byPosition.get(position);
-      if (removal != null) {
-        out.add(mark(row, removal));
-      }
-    });
-    if (out.size() != inFile.size()) {
-      throw new IllegalStateException("Found " + out.size() + " of the " + inFile.size() + " live rows of removed items"
-          + " in " + task.file().location() + ": the lookup named rows the file does not hold");
+    /** How many removals keep a row. */
+    public int size() {
+        return rows.size() + fromTable.size();
     }
-    return out;
-  }
 
-  private Record mark(Record row, Change removal) {
-    OffsetDateTime at = OffsetDateTime.ofInstant(Instant.ofEpochMilli(removal.approximateCreationMillis()), ZoneOffset.UTC);
-    row.setField(TableLayout.SEQ, SequenceNumbers.pad(removal.sequenceNumber()));
-    row.setField(TableLayout.TIME, at);
-    // The row carries the newest removal's mark only (a row copied from the table may hold an
-    // older one, which only a removal of a removed item could have left).
-    String column = removal.ttlExpiry() ? RemovalPolicy.EXPIRED_AT : RemovalPolicy.DELETED_AT;
-    String other = removal.ttlExpiry() ? RemovalPolicy.DELETED_AT : RemovalPolicy.EXPIRED_AT;
-    if (row.struct().field(column) != null) {
-      row.setField(column, at);
+    private List<Record> read(List<Map.Entry<Change, LiveRow>> inFile) {
+        Map<Long, Change> byPosition = new HashMap<>();
+        inFile.forEach(e -> byPosition.put(e.getValue().position(), e.getKey()));
+        FileScanTask task = inFile.get(0).getValue().task();
+        List<Record> out = new ArrayList<>();
+        TaskRows.withPositions(table, task, (position, row) -> {
+            Change removal = byPosition.get(position);
+            if (removal != null) {
+                out.add(mark(row, removal));
+            }
+        });
+        if (out.size() != inFile.size()) {
+            throw new IllegalStateException(
+                    "Found " + out.size() + " of the " + inFile.size() + " live rows of removed items" + " in "
+                            + task.file().location() + ": the lookup named rows the file does not hold");
+        }
+        return out;
     }
-    if (row.struct().field(other) != null) {
-      row.setField(other, null);
+
+    private Record mark(Record row, Change removal) {
+        OffsetDateTime at =
+                OffsetDateTime.ofInstant(Instant.ofEpochMilli(removal.approximateCreationMillis()), ZoneOffset.UTC);
+        row.setField(TableLayout.SEQ, SequenceNumbers.pad(removal.sequenceNumber()));
+        row.setField(TableLayout.TIME, at);
+        // The row carries the newest removal's mark only (a row copied from the table may hold an
+        // older one, which only a removal of a removed item could have left).
+        String column = removal.ttlExpiry() ? RemovalPolicy.EXPIRED_AT : RemovalPolicy.DELETED_AT;
+        String other = removal.ttlExpiry() ? RemovalPolicy.DELETED_AT : RemovalPolicy.EXPIRED_AT;
+        if (row.struct().field(column) != null) {
+            row.setField(column, at);
+        }
+        if (row.struct().field(other) != null) {
+            row.setField(other, null);
+        }
+        return row;
     }
-    return row;
-  }
 }

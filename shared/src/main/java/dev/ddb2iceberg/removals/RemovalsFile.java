@@ -1,10 +1,7 @@
 package dev.ddb2iceberg.removals;
 
-import org.apache.iceberg.Snapshot;
-import java.util.Set;
-import java.util.LinkedHashSet;
-import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.staging.StagedFormat;
@@ -18,8 +15,11 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.InputFile;
@@ -50,206 +50,219 @@ import org.apache.iceberg.io.OutputFile;
  * property, and reads only the files added since.
  */
 public final class RemovalsFile {
-  /** Deltas after the base before a writing merge folds them all into a new base. */
-  static final int MAX_DELTAS = 32;
-  private static final String LIST_SUFFIX = ".removals";
-  /** Removals a warm merger keeps between runs at most (about 200 bytes each in memory). */
-  private static final int CACHE_MAX_ENTRIES = 2_000_000;
+    /** Deltas after the base before a writing merge folds them all into a new base. */
+    static final int MAX_DELTAS = 32;
 
-  /** The removals of the files a list names, as last read or written by this container. */
-  private record Cached(String list, List<String> files, Map<List<Object>, Change> byKey) {}
+    private static final String LIST_SUFFIX = ".removals";
+    /** Removals a warm merger keeps between runs at most (about 200 bytes each in memory). */
+    private static final int CACHE_MAX_ENTRIES = 2_000_000;
 
-  private static volatile Cached cache;
+    /** The removals of the files a list names, as last read or written by this container. */
+    private record Cached(String list, List<String> files, Map<List<Object>, Change> byKey) {}
 
-  private final Map<List<Object>, Change> byKey;
-  /** The list file the checkpoint names (null: none yet), and the files it names, base first. */
-  private final String list;
-  private final List<String> files;
+    private static volatile Cached cache;
 
-  private RemovalsFile(Map<List<Object>, Change> byKey, String list, List<String> files) {
-    this.byKey = byKey;
-    this.list = list;
-    this.files = files;
-  }
+    private final Map<List<Object>, Change> byKey;
+    /** The list file the checkpoint names (null: none yet), and the files it names, base first. */
+    private final String list;
 
-  /** Testing hook: forget what this container knows, as a new container would. */
-  static void forgetCached() {
-    cache = null;
-  }
+    private final List<String> files;
 
-  /**
-   * The removals files a property value names, base first, with the list file itself (maintenance
-   * must keep them all); none for null.
-   */
-  public static List<String> files(FileIO io, String property) {
-    if (property == null) {
-      return List.of();
+    private RemovalsFile(Map<List<Object>, Change> byKey, String list, List<String> files) {
+        this.byKey = byKey;
+        this.list = list;
+        this.files = files;
     }
-    List<String> out = new ArrayList<>(listed(io, property));
-    if (!out.contains(property)) {
-      out.add(property);
-    }
-    return out;
-  }
 
-  /** The removals file written with a list (the same name); a pre-list property is its own file. */
-  public static String twin(String property) {
-    return property.endsWith(StagedObjectName.SUFFIX) ? property
-        : property.substring(0, property.length() - LIST_SUFFIX.length()) + StagedObjectName.SUFFIX;
-  }
+    /** Testing hook: forget what this container knows, as a new container would. */
+    static void forgetCached() {
+        cache = null;
+    }
 
-  /** The files a list names (or the one base file a property from before the lists names). */
-  private static List<String> listed(FileIO io, String property) {
-    if (property.endsWith(StagedObjectName.SUFFIX)) {
-      return List.of(property);
-    }
-    String text;
-    try (InputStream s = io.newInputFile(property).newStream()) {
-      text = new String(s.readAllBytes(), StandardCharsets.UTF_8);
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot read the removals list " + property, e);
-    }
-    String dir = property.substring(0, property.lastIndexOf('/') + 1);
-    List<String> out = new ArrayList<>();
-    for (String line : text.split("\n")) {
-      if (!line.isBlank()) {
-        out.add(line.contains("://") ? line.trim() : dir + line.trim());
-      }
-    }
-    return out;
-  }
-
-  /** The removals named by the table's checkpoint snapshot; none for a new table. */
-  public static RemovalsFile read(Table table, TableLayout layout) {
-    String list = Checkpoint.readProperty(table, PipelineProperties.REMOVALS);
-    Cached c = cache;
-    if (c != null && c.list().equals(list)) {
-      return new RemovalsFile(new HashMap<>(c.byKey()), list, c.files());
-    }
-    List<String> files = list == null ? List.of() : listed(table.io(), list);
-    Map<List<Object>, Change> byKey = new HashMap<>();
-    List<String> toRead = files;
-    if (c != null && files.size() > c.files().size() && files.subList(0, c.files().size()).equals(c.files())) {
-      byKey.putAll(c.byKey()); // the same base and deltas, and newer deltas
-      toRead = files.subList(c.files().size(), files.size());
-    }
-    for (String location : toRead) {
-      readInto(table, layout, location, byKey);
-    }
-    return new RemovalsFile(byKey, list, files);
-  }
-
-  private static void readInto(Table table, TableLayout layout, String location, Map<List<Object>, Change> byKey) {
-    InputFile in = table.io().newInputFile(location);
-    byte[] bytes;
-    try (InputStream s = in.newStream()) {
-      bytes = s.readAllBytes();
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot read the removals file " + location, e);
-    }
-    for (Change c : StagedFormat.read(bytes, location)) {
-      List<Object> key = layout.keyOf(c);
-      if (key != null) {
-        byKey.put(key, c);
-      }
-    }
-  }
-
-  /** Whether an upsert of {@code key} at {@code sequence} is older than a removal on file. */
-  public boolean removedAfter(List<Object> key, String sequence) {
-    Change removal = byKey.get(key);
-    return removal != null && SequenceNumbers.compare(removal.sequenceNumber(), sequence) >= 0;
-  }
-
-  int size() {
-    return byKey.size();
-  }
-
-  /**
-   * The property after this run: unchanged when it removed nothing; else a new list naming the
-   * files plus a delta of its removals, or, every {@link #MAX_DELTAS} deltas, one new base holding
-   * every removal still kept (those recorded before {@code forgetBeforeMillis} go, and so do those
-   * of keys upserted since); null when none is left.
-   */
-  public String update(Table table, TableLayout layout, Collection<Change> applied, long nowMillis, long forgetBeforeMillis,
-      String runId) {
-    List<Change> added = new ArrayList<>();
-    for (Change c : applied) {
-      List<Object> key = layout.keyOf(c);
-      if (c.operation().isUpsert()) {
-        byKey.remove(key);
-      } else {
-        // A removal's time field says when a merge recorded it (for expiry), not when it happened.
-        Change removal = new Change(c.keys(), c.operation(), null, c.sequenceNumber(), nowMillis, c.ttlExpiry());
-        byKey.put(key, removal);
-        added.add(removal);
-      }
-    }
-    if (added.isEmpty()) {
-      return list; // upserts alone leave the files as they are (see the class comment)
-    }
-    boolean fold = files.size() > MAX_DELTAS;
-    if (fold) {
-      byKey.values().removeIf(c -> c.approximateCreationMillis() < forgetBeforeMillis);
-    }
-    List<Change> toWrite = new ArrayList<>(fold ? byKey.values() : added);
-    if (toWrite.isEmpty()) {
-      cache = null;
-      return null;
-    }
-    toWrite.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
-    String dir = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/";
-    String path = dir + "removals-" + runId + StagedObjectName.SUFFIX;
-    write(table, path, StagedFormat.write(toWrite));
-    List<String> nextFiles = new ArrayList<>(fold ? List.of() : files);
-    nextFiles.add(path);
-    StringBuilder text = new StringBuilder();
-    for (String f : nextFiles) {
-      text.append(f.startsWith(dir) ? f.substring(dir.length()) : f).append('\n');
-    }
-    String nextList = dir + "removals-" + runId + LIST_SUFFIX;
-    write(table, nextList, text.toString().getBytes(StandardCharsets.UTF_8));
-    // What this container now knows, for its next run (if this commit loses, the property differs).
-    cache = byKey.size() > CACHE_MAX_ENTRIES ? null : new Cached(nextList, List.copyOf(nextFiles), new HashMap<>(byKey));
-    return nextList;
-  }
-
-  private static void write(Table table, String path, byte[] bytes) {
-    OutputFile out = table.io().newOutputFile(path);
-    try (OutputStream s = out.createOrOverwrite()) {
-      s.write(bytes);
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot write the removals file " + path, e);
-    }
-  }
-
-  /**
-   * The removals files every snapshot of the table names, lists, bases and deltas (maintenance must
-   * keep these), with one read. A list names its chain's base and deltas since the last fold, and
-   * the merge that wrote a list wrote its one new file beside it under the same name (see this
-   * class); so every named file is either the twin of a named list or, when that list's
-   * snapshot has expired, named by the oldest list still named, which is the only one read.
-   */
-  public static Set<String> namedByAnySnapshot(Table table) {
-    Set<String> lists = new LinkedHashSet<>();
-    Snapshot oldest = null;
-    for (Snapshot s : table.snapshots()) {
-      String list = s.summary().get(PipelineProperties.REMOVALS);
-      if (list != null) {
-        lists.add(list);
-        if (oldest == null || s.sequenceNumber() < oldest.sequenceNumber()) {
-          oldest = s;
+    /**
+     * The removals files a property value names, base first, with the list file itself (maintenance
+     * must keep them all); none for null.
+     */
+    public static List<String> files(FileIO io, String property) {
+        if (property == null) {
+            return List.of();
         }
-      }
+        List<String> out = new ArrayList<>(listed(io, property));
+        if (!out.contains(property)) {
+            out.add(property);
+        }
+        return out;
     }
-    Set<String> files = new LinkedHashSet<>();
-    for (String list : lists) {
-      files.add(list);
-      files.add(twin(list));
+
+    /** The removals file written with a list (the same name); a pre-list property is its own file. */
+    public static String twin(String property) {
+        return property.endsWith(StagedObjectName.SUFFIX)
+                ? property
+                : property.substring(0, property.length() - LIST_SUFFIX.length()) + StagedObjectName.SUFFIX;
     }
-    if (oldest != null) {
-      files.addAll(files(table.io(), oldest.summary().get(PipelineProperties.REMOVALS)));
+
+    /** The files a list names (or the one base file a property from before the lists names). */
+    private static List<String> listed(FileIO io, String property) {
+        if (property.endsWith(StagedObjectName.SUFFIX)) {
+            return List.of(property);
+        }
+        String text;
+        try (InputStream s = io.newInputFile(property).newStream()) {
+            text = new String(s.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot read the removals list " + property, e);
+        }
+        String dir = property.substring(0, property.lastIndexOf('/') + 1);
+        List<String> out = new ArrayList<>();
+        for (String line : text.split("\n")) {
+            if (!line.isBlank()) {
+                out.add(line.contains("://") ? line.trim() : dir + line.trim());
+            }
+        }
+        return out;
     }
-    return files;
-  }
+
+    /** The removals named by the table's checkpoint snapshot; none for a new table. */
+    public static RemovalsFile read(Table table, TableLayout layout) {
+        String list = Checkpoint.readProperty(table, PipelineProperties.REMOVALS);
+        Cached c = cache;
+        if (c != null && c.list().equals(list)) {
+            return new RemovalsFile(new HashMap<>(c.byKey()), list, c.files());
+        }
+        List<String> files = list == null ? List.of() : listed(table.io(), list);
+        Map<List<Object>, Change> byKey = new HashMap<>();
+        List<String> toRead = files;
+        if (c != null
+                && files.size() > c.files().size()
+                && files.subList(0, c.files().size()).equals(c.files())) {
+            byKey.putAll(c.byKey()); // the same base and deltas, and newer deltas
+            toRead = files.subList(c.files().size(), files.size());
+        }
+        for (String location : toRead) {
+            readInto(table, layout, location, byKey);
+        }
+        return new RemovalsFile(byKey, list, files);
+    }
+
+    private static void readInto(Table table, TableLayout layout, String location, Map<List<Object>, Change> byKey) {
+        InputFile in = table.io().newInputFile(location);
+        byte[] bytes;
+        try (InputStream s = in.newStream()) {
+            bytes = s.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot read the removals file " + location, e);
+        }
+        for (Change c : StagedFormat.read(bytes, location)) {
+            List<Object> key = layout.keyOf(c);
+            if (key != null) {
+                byKey.put(key, c);
+            }
+        }
+    }
+
+    /** Whether an upsert of {@code key} at {@code sequence} is older than a removal on file. */
+    public boolean removedAfter(List<Object> key, String sequence) {
+        Change removal = byKey.get(key);
+        return removal != null && SequenceNumbers.compare(removal.sequenceNumber(), sequence) >= 0;
+    }
+
+    int size() {
+        return byKey.size();
+    }
+
+    /**
+     * The property after this run: unchanged when it removed nothing; else a new list naming the
+     * files plus a delta of its removals, or, every {@link #MAX_DELTAS} deltas, one new base holding
+     * every removal still kept (those recorded before {@code forgetBeforeMillis} go, and so do those
+     * of keys upserted since); null when none is left.
+     */
+    public String update(
+            Table table,
+            TableLayout layout,
+            Collection<Change> applied,
+            long nowMillis,
+            long forgetBeforeMillis,
+            String runId) {
+        List<Change> added = new ArrayList<>();
+        for (Change c : applied) {
+            List<Object> key = layout.keyOf(c);
+            if (c.operation().isUpsert()) {
+                byKey.remove(key);
+            } else {
+                // A removal's time field says when a merge recorded it (for expiry), not when it happened.
+                Change removal =
+                        new Change(c.keys(), c.operation(), null, c.sequenceNumber(), nowMillis, c.ttlExpiry());
+                byKey.put(key, removal);
+                added.add(removal);
+            }
+        }
+        if (added.isEmpty()) {
+            return list; // upserts alone leave the files as they are (see the class comment)
+        }
+        boolean fold = files.size() > MAX_DELTAS;
+        if (fold) {
+            byKey.values().removeIf(c -> c.approximateCreationMillis() < forgetBeforeMillis);
+        }
+        List<Change> toWrite = new ArrayList<>(fold ? byKey.values() : added);
+        if (toWrite.isEmpty()) {
+            cache = null;
+            return null;
+        }
+        toWrite.sort((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()));
+        String dir = dev.ddb2iceberg.table.DerivedFiles.location(table) + "ddb2iceberg/";
+        String path = dir + "removals-" + runId + StagedObjectName.SUFFIX;
+        write(table, path, StagedFormat.write(toWrite));
+        List<String> nextFiles = new ArrayList<>(fold ? List.of() : files);
+        nextFiles.add(path);
+        StringBuilder text = new StringBuilder();
+        for (String f : nextFiles) {
+            text.append(f.startsWith(dir) ? f.substring(dir.length()) : f).append('\n');
+        }
+        String nextList = dir + "removals-" + runId + LIST_SUFFIX;
+        write(table, nextList, text.toString().getBytes(StandardCharsets.UTF_8));
+        // What this container now knows, for its next run (if this commit loses, the property differs).
+        cache = byKey.size() > CACHE_MAX_ENTRIES
+                ? null
+                : new Cached(nextList, List.copyOf(nextFiles), new HashMap<>(byKey));
+        return nextList;
+    }
+
+    private static void write(Table table, String path, byte[] bytes) {
+        OutputFile out = table.io().newOutputFile(path);
+        try (OutputStream s = out.createOrOverwrite()) {
+            s.write(bytes);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot write the removals file " + path, e);
+        }
+    }
+
+    /**
+     * The removals files every snapshot of the table names, lists, bases and deltas (maintenance must
+     * keep these), with one read. A list names its chain's base and deltas since the last fold, and
+     * the merge that wrote a list wrote its one new file beside it under the same name (see this
+     * class); so every named file is either the twin of a named list or, when that list's
+     * snapshot has expired, named by the oldest list still named, which is the only one read.
+     */
+    public static Set<String> namedByAnySnapshot(Table table) {
+        Set<String> lists = new LinkedHashSet<>();
+        Snapshot oldest = null;
+        for (Snapshot s : table.snapshots()) {
+            String list = s.summary().get(PipelineProperties.REMOVALS);
+            if (list != null) {
+                lists.add(list);
+                if (oldest == null || s.sequenceNumber() < oldest.sequenceNumber()) {
+                    oldest = s;
+                }
+            }
+        }
+        Set<String> files = new LinkedHashSet<>();
+        for (String list : lists) {
+            files.add(list);
+            files.add(twin(list));
+        }
+        if (oldest != null) {
+            files.addAll(files(table.io(), oldest.summary().get(PipelineProperties.REMOVALS)));
+        }
+        return files;
+    }
 }

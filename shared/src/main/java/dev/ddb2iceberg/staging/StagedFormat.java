@@ -1,12 +1,12 @@
 package dev.ddb2iceberg.staging;
 
-import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.model.Operation;
 import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdCompressCtx;
 import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdException;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -37,320 +37,323 @@ import java.util.Map;
  * layout gets a new format version, and readers refuse versions they do not know.
  */
 public final class StagedFormat {
-  static final byte[] MAGIC = "DDBSTAGE".getBytes(StandardCharsets.US_ASCII);
-  public static final int VERSION = 1;
-  static final int CODEC_ZSTD = 2;
-  private static final int HEADER_LENGTH = MAGIC.length + 2 + 4;
-  /** A Lambda batch is at most 6 MB of JSON; anything claiming far more is damaged. */
-  private static final int MAX_BODY_LENGTH = 256 << 20;
-  private static final int ZSTD_LEVEL = 1;
+    static final byte[] MAGIC = "DDBSTAGE".getBytes(StandardCharsets.US_ASCII);
+    public static final int VERSION = 1;
+    static final int CODEC_ZSTD = 2;
+    private static final int HEADER_LENGTH = MAGIC.length + 2 + 4;
+    /** A Lambda batch is at most 6 MB of JSON; anything claiming far more is damaged. */
+    private static final int MAX_BODY_LENGTH = 256 << 20;
 
-  private static final int FLAG_TTL = 1;
-  private static final int FLAG_NEW_IMAGE = 2;
+    private static final int ZSTD_LEVEL = 1;
 
-  private static final byte T_S = 1;
-  private static final byte T_N = 2;
-  private static final byte T_B = 3;
-  private static final byte T_TRUE = 4;
-  private static final byte T_FALSE = 5;
-  private static final byte T_NULL = 6;
-  private static final byte T_M = 7;
-  private static final byte T_L = 8;
-  private static final byte T_SS = 9;
-  private static final byte T_NS = 10;
-  private static final byte T_BS = 11;
+    private static final int FLAG_TTL = 1;
+    private static final int FLAG_NEW_IMAGE = 2;
 
-  private static final Operation[] OPERATIONS = Operation.values();
+    private static final byte T_S = 1;
+    private static final byte T_N = 2;
+    private static final byte T_B = 3;
+    private static final byte T_TRUE = 4;
+    private static final byte T_FALSE = 5;
+    private static final byte T_NULL = 6;
+    private static final byte T_M = 7;
+    private static final byte T_L = 8;
+    private static final byte T_SS = 9;
+    private static final byte T_NS = 10;
+    private static final byte T_BS = 11;
 
-  private StagedFormat() {}
+    private static final Operation[] OPERATIONS = Operation.values();
 
-  /** Encodes and compresses a batch. */
-  public static byte[] write(List<Change> changes) {
-    Output body = new Output(Math.max(256, changes.size() * 512));
-    body.varint(changes.size());
-    for (Change c : changes) {
-      body.raw(c.operation().ordinal());
-      body.raw((c.ttlExpiry() ? FLAG_TTL : 0) | (c.newImage() != null ? FLAG_NEW_IMAGE : 0));
-      body.string(c.sequenceNumber());
-      body.int64(c.approximateCreationMillis());
-      body.map(c.keys());
-      if (c.newImage() != null) {
-        body.map(c.newImage());
-      }
-    }
-    try (ZstdCompressCtx zstd = new ZstdCompressCtx()) {
-      zstd.setLevel(ZSTD_LEVEL).setChecksum(true);
-      byte[] out = new byte[HEADER_LENGTH + (int) Zstd.compressBound(body.length)];
-      System.arraycopy(MAGIC, 0, out, 0, MAGIC.length);
-      out[MAGIC.length] = (byte) VERSION;
-      out[MAGIC.length + 1] = CODEC_ZSTD;
-      ByteBuffer.wrap(out, MAGIC.length + 2, 4).putInt(body.length);
-      int n = zstd.compressByteArray(out, HEADER_LENGTH, out.length - HEADER_LENGTH, body.buf, 0, body.length);
-      return Arrays.copyOf(out, HEADER_LENGTH + n);
-    }
-  }
+    private StagedFormat() {}
 
-  /** Decompresses and decodes a staged object; {@code name} is only used in error messages. */
-  public static List<Change> read(byte[] object, String name) {
-    if (object.length < HEADER_LENGTH || !Arrays.equals(Arrays.copyOf(object, MAGIC.length), MAGIC)) {
-      throw new CorruptStagedObjectException("'" + name + "' is not a staged object (no DDBSTAGE header)");
-    }
-    int version = object[MAGIC.length] & 0xFF;
-    if (version != VERSION) {
-      throw new CorruptStagedObjectException("'" + name + "' has staged format version " + version
-          + "; this reader knows version " + VERSION + " only. Deploy the merger that matches the stager.");
-    }
-    int codec = object[MAGIC.length + 1] & 0xFF;
-    if (codec != CODEC_ZSTD) {
-      throw new CorruptStagedObjectException("'" + name + "' uses unknown codec " + codec);
-    }
-    int length = ByteBuffer.wrap(object, MAGIC.length + 2, 4).getInt();
-    if (length < 0 || length > MAX_BODY_LENGTH) {
-      throw new CorruptStagedObjectException("'" + name + "' is damaged: body length " + length);
-    }
-    byte[] body = new byte[length];
-    try (ZstdDecompressCtx zstd = new ZstdDecompressCtx()) {
-      int n = zstd.decompressByteArray(body, 0, length, object, HEADER_LENGTH, object.length - HEADER_LENGTH);
-      if (n != length) {
-        throw new CorruptStagedObjectException("'" + name + "' is truncated: " + n + " of " + length + " bytes");
-      }
-    } catch (ZstdException e) {
-      throw new CorruptStagedObjectException("'" + name + "' is truncated or damaged: " + e.getMessage(), e);
-    }
-    try {
-      Input in = new Input(body);
-      int count = in.varint();
-      List<Change> changes = new ArrayList<>(count);
-      for (int i = 0; i < count; i++) {
-        int opIndex = in.raw();
-        if (opIndex >= OPERATIONS.length) {
-          throw new CorruptStagedObjectException("'" + name + "': unknown operation " + opIndex);
+    /** Encodes and compresses a batch. */
+    public static byte[] write(List<Change> changes) {
+        Output body = new Output(Math.max(256, changes.size() * 512));
+        body.varint(changes.size());
+        for (Change c : changes) {
+            body.raw(c.operation().ordinal());
+            body.raw((c.ttlExpiry() ? FLAG_TTL : 0) | (c.newImage() != null ? FLAG_NEW_IMAGE : 0));
+            body.string(c.sequenceNumber());
+            body.int64(c.approximateCreationMillis());
+            body.map(c.keys());
+            if (c.newImage() != null) {
+                body.map(c.newImage());
+            }
         }
-        int flags = in.raw();
-        String seq = in.string();
-        long millis = in.int64();
-        Map<String, DdbValue> keys = in.map();
-        Map<String, DdbValue> image = (flags & FLAG_NEW_IMAGE) != 0 ? in.map() : null;
-        changes.add(new Change(keys, OPERATIONS[opIndex], image, seq, millis, (flags & FLAG_TTL) != 0));
-      }
-      if (in.pos != body.length) {
-        throw new CorruptStagedObjectException("'" + name + "' has " + (body.length - in.pos) + " bytes after its last change");
-      }
-      return changes;
-    } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
-      if (e instanceof CorruptStagedObjectException) {
-        throw e;
-      }
-      throw new CorruptStagedObjectException("'" + name + "' is damaged: " + e.getMessage(), e);
-    }
-  }
-
-  /** A growable byte buffer with the few primitives the format needs. */
-  private static final class Output {
-    byte[] buf;
-    int length;
-
-    Output(int capacity) {
-      buf = new byte[capacity];
-    }
-
-    private void ensure(int extra) {
-      if (length + extra > buf.length) {
-        buf = Arrays.copyOf(buf, Math.max(buf.length * 2, length + extra));
-      }
-    }
-
-    void raw(int b) {
-      ensure(1);
-      buf[length++] = (byte) b;
-    }
-
-    void varint(int v) {
-      ensure(5);
-      while ((v & ~0x7F) != 0) {
-        buf[length++] = (byte) ((v & 0x7F) | 0x80);
-        v >>>= 7;
-      }
-      buf[length++] = (byte) v;
-    }
-
-    void int64(long v) {
-      ensure(8);
-      for (int shift = 56; shift >= 0; shift -= 8) {
-        buf[length++] = (byte) (v >>> shift);
-      }
-    }
-
-    void bytes(byte[] b) {
-      varint(b.length);
-      ensure(b.length);
-      System.arraycopy(b, 0, buf, length, b.length);
-      length += b.length;
-    }
-
-    void string(String s) {
-      bytes(s.getBytes(StandardCharsets.UTF_8));
-    }
-
-    void map(Map<String, DdbValue> m) {
-      varint(m.size());
-      for (Map.Entry<String, DdbValue> e : m.entrySet()) {
-        string(e.getKey());
-        value(e.getValue());
-      }
-    }
-
-    void value(DdbValue v) {
-      if (v instanceof DdbValue.S s) {
-        raw(T_S);
-        string(s.value());
-      } else if (v instanceof DdbValue.N n) {
-        raw(T_N);
-        string(n.text());
-      } else if (v instanceof DdbValue.B b) {
-        raw(T_B);
-        bytes(b.bytes());
-      } else if (v instanceof DdbValue.Bool b) {
-        raw(b.value() ? T_TRUE : T_FALSE);
-      } else if (v instanceof DdbValue.Null) {
-        raw(T_NULL);
-      } else if (v instanceof DdbValue.M m) {
-        raw(T_M);
-        map(m.fields());
-      } else if (v instanceof DdbValue.L l) {
-        raw(T_L);
-        varint(l.elements().size());
-        l.elements().forEach(this::value);
-      } else if (v instanceof DdbValue.SS ss) {
-        raw(T_SS);
-        varint(ss.elements().size());
-        ss.elements().forEach(this::string);
-      } else if (v instanceof DdbValue.NS ns) {
-        raw(T_NS);
-        varint(ns.elements().size());
-        ns.elements().forEach(this::string);
-      } else if (v instanceof DdbValue.BS bs) {
-        raw(T_BS);
-        varint(bs.elements().size());
-        bs.elements().forEach(this::bytes);
-      } else {
-        throw new IllegalStateException("unknown value " + v);
-      }
-    }
-  }
-
-  private static final class Input {
-    final byte[] buf;
-    int pos;
-
-    Input(byte[] buf) {
-      this.buf = buf;
-    }
-
-    int raw() {
-      return buf[pos++] & 0xFF;
-    }
-
-    int varint() {
-      int v = 0;
-      for (int shift = 0; shift < 35; shift += 7) {
-        int b = raw();
-        v |= (b & 0x7F) << shift;
-        if ((b & 0x80) == 0) {
-          if (v < 0) {
-            throw new IllegalArgumentException("negative length");
-          }
-          return v;
+        try (ZstdCompressCtx zstd = new ZstdCompressCtx()) {
+            zstd.setLevel(ZSTD_LEVEL).setChecksum(true);
+            byte[] out = new byte[HEADER_LENGTH + (int) Zstd.compressBound(body.length)];
+            System.arraycopy(MAGIC, 0, out, 0, MAGIC.length);
+            out[MAGIC.length] = (byte) VERSION;
+            out[MAGIC.length + 1] = CODEC_ZSTD;
+            ByteBuffer.wrap(out, MAGIC.length + 2, 4).putInt(body.length);
+            int n = zstd.compressByteArray(out, HEADER_LENGTH, out.length - HEADER_LENGTH, body.buf, 0, body.length);
+            return Arrays.copyOf(out, HEADER_LENGTH + n);
         }
-      }
-      throw new IllegalArgumentException("malformed varint at " + pos);
     }
 
-    long int64() {
-      long v = 0;
-      for (int i = 0; i < 8; i++) {
-        v = (v << 8) | raw();
-      }
-      return v;
-    }
-
-    byte[] bytes() {
-      int n = varint();
-      if (n > buf.length - pos) {
-        throw new IllegalArgumentException("length " + n + " runs past the end");
-      }
-      byte[] out = Arrays.copyOfRange(buf, pos, pos + n);
-      pos += n;
-      return out;
-    }
-
-    String string() {
-      int n = varint();
-      if (n > buf.length - pos) {
-        throw new IllegalArgumentException("length " + n + " runs past the end");
-      }
-      String s = new String(buf, pos, n, StandardCharsets.UTF_8);
-      pos += n;
-      return s;
-    }
-
-    Map<String, DdbValue> map() {
-      int n = varint();
-      Map<String, DdbValue> m = new LinkedHashMap<>(Math.max(4, (int) (n / 0.75f) + 1));
-      for (int i = 0; i < n; i++) {
-        m.put(string(), value());
-      }
-      return m;
-    }
-
-    List<String> strings(int n) {
-      List<String> out = new ArrayList<>(n);
-      for (int i = 0; i < n; i++) {
-        out.add(string());
-      }
-      return out;
-    }
-
-    DdbValue value() {
-      int tag = raw();
-      switch (tag) {
-        case T_S:
-          return new DdbValue.S(string());
-        case T_N:
-          return new DdbValue.N(string());
-        case T_B:
-          return new DdbValue.B(bytes());
-        case T_TRUE:
-          return new DdbValue.Bool(true);
-        case T_FALSE:
-          return new DdbValue.Bool(false);
-        case T_NULL:
-          return DdbValue.Null.INSTANCE;
-        case T_M:
-          return new DdbValue.M(map());
-        case T_L: {
-          int n = varint();
-          List<DdbValue> out = new ArrayList<>(n);
-          for (int i = 0; i < n; i++) {
-            out.add(value());
-          }
-          return new DdbValue.L(out);
+    /** Decompresses and decodes a staged object; {@code name} is only used in error messages. */
+    public static List<Change> read(byte[] object, String name) {
+        if (object.length < HEADER_LENGTH || !Arrays.equals(Arrays.copyOf(object, MAGIC.length), MAGIC)) {
+            throw new CorruptStagedObjectException("'" + name + "' is not a staged object (no DDBSTAGE header)");
         }
-        case T_SS:
-          return new DdbValue.SS(strings(varint()));
-        case T_NS:
-          return new DdbValue.NS(strings(varint()));
-        case T_BS: {
-          int n = varint();
-          List<byte[]> out = new ArrayList<>(n);
-          for (int i = 0; i < n; i++) {
-            out.add(bytes());
-          }
-          return new DdbValue.BS(out);
+        int version = object[MAGIC.length] & 0xFF;
+        if (version != VERSION) {
+            throw new CorruptStagedObjectException("'" + name + "' has staged format version " + version
+                    + "; this reader knows version " + VERSION + " only. Deploy the merger that matches the stager.");
         }
-        default:
-          throw new IllegalArgumentException("unknown value tag " + tag + " at " + (pos - 1));
-      }
+        int codec = object[MAGIC.length + 1] & 0xFF;
+        if (codec != CODEC_ZSTD) {
+            throw new CorruptStagedObjectException("'" + name + "' uses unknown codec " + codec);
+        }
+        int length = ByteBuffer.wrap(object, MAGIC.length + 2, 4).getInt();
+        if (length < 0 || length > MAX_BODY_LENGTH) {
+            throw new CorruptStagedObjectException("'" + name + "' is damaged: body length " + length);
+        }
+        byte[] body = new byte[length];
+        try (ZstdDecompressCtx zstd = new ZstdDecompressCtx()) {
+            int n = zstd.decompressByteArray(body, 0, length, object, HEADER_LENGTH, object.length - HEADER_LENGTH);
+            if (n != length) {
+                throw new CorruptStagedObjectException(
+                        "'" + name + "' is truncated: " + n + " of " + length + " bytes");
+            }
+        } catch (ZstdException e) {
+            throw new CorruptStagedObjectException("'" + name + "' is truncated or damaged: " + e.getMessage(), e);
+        }
+        try {
+            Input in = new Input(body);
+            int count = in.varint();
+            List<Change> changes = new ArrayList<>(count);
+            for (int i = 0; i < count; i++) {
+                int opIndex = in.raw();
+                if (opIndex >= OPERATIONS.length) {
+                    throw new CorruptStagedObjectException("'" + name + "': unknown operation " + opIndex);
+                }
+                int flags = in.raw();
+                String seq = in.string();
+                long millis = in.int64();
+                Map<String, DdbValue> keys = in.map();
+                Map<String, DdbValue> image = (flags & FLAG_NEW_IMAGE) != 0 ? in.map() : null;
+                changes.add(new Change(keys, OPERATIONS[opIndex], image, seq, millis, (flags & FLAG_TTL) != 0));
+            }
+            if (in.pos != body.length) {
+                throw new CorruptStagedObjectException(
+                        "'" + name + "' has " + (body.length - in.pos) + " bytes after its last change");
+            }
+            return changes;
+        } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
+            if (e instanceof CorruptStagedObjectException) {
+                throw e;
+            }
+            throw new CorruptStagedObjectException("'" + name + "' is damaged: " + e.getMessage(), e);
+        }
     }
-  }
+
+    /** A growable byte buffer with the few primitives the format needs. */
+    private static final class Output {
+        byte[] buf;
+        int length;
+
+        Output(int capacity) {
+            buf = new byte[capacity];
+        }
+
+        private void ensure(int extra) {
+            if (length + extra > buf.length) {
+                buf = Arrays.copyOf(buf, Math.max(buf.length * 2, length + extra));
+            }
+        }
+
+        void raw(int b) {
+            ensure(1);
+            buf[length++] = (byte) b;
+        }
+
+        void varint(int v) {
+            ensure(5);
+            while ((v & ~0x7F) != 0) {
+                buf[length++] = (byte) ((v & 0x7F) | 0x80);
+                v >>>= 7;
+            }
+            buf[length++] = (byte) v;
+        }
+
+        void int64(long v) {
+            ensure(8);
+            for (int shift = 56; shift >= 0; shift -= 8) {
+                buf[length++] = (byte) (v >>> shift);
+            }
+        }
+
+        void bytes(byte[] b) {
+            varint(b.length);
+            ensure(b.length);
+            System.arraycopy(b, 0, buf, length, b.length);
+            length += b.length;
+        }
+
+        void string(String s) {
+            bytes(s.getBytes(StandardCharsets.UTF_8));
+        }
+
+        void map(Map<String, DdbValue> m) {
+            varint(m.size());
+            for (Map.Entry<String, DdbValue> e : m.entrySet()) {
+                string(e.getKey());
+                value(e.getValue());
+            }
+        }
+
+        void value(DdbValue v) {
+            if (v instanceof DdbValue.S s) {
+                raw(T_S);
+                string(s.value());
+            } else if (v instanceof DdbValue.N n) {
+                raw(T_N);
+                string(n.text());
+            } else if (v instanceof DdbValue.B b) {
+                raw(T_B);
+                bytes(b.bytes());
+            } else if (v instanceof DdbValue.Bool b) {
+                raw(b.value() ? T_TRUE : T_FALSE);
+            } else if (v instanceof DdbValue.Null) {
+                raw(T_NULL);
+            } else if (v instanceof DdbValue.M m) {
+                raw(T_M);
+                map(m.fields());
+            } else if (v instanceof DdbValue.L l) {
+                raw(T_L);
+                varint(l.elements().size());
+                l.elements().forEach(this::value);
+            } else if (v instanceof DdbValue.SS ss) {
+                raw(T_SS);
+                varint(ss.elements().size());
+                ss.elements().forEach(this::string);
+            } else if (v instanceof DdbValue.NS ns) {
+                raw(T_NS);
+                varint(ns.elements().size());
+                ns.elements().forEach(this::string);
+            } else if (v instanceof DdbValue.BS bs) {
+                raw(T_BS);
+                varint(bs.elements().size());
+                bs.elements().forEach(this::bytes);
+            } else {
+                throw new IllegalStateException("unknown value " + v);
+            }
+        }
+    }
+
+    private static final class Input {
+        final byte[] buf;
+        int pos;
+
+        Input(byte[] buf) {
+            this.buf = buf;
+        }
+
+        int raw() {
+            return buf[pos++] & 0xFF;
+        }
+
+        int varint() {
+            int v = 0;
+            for (int shift = 0; shift < 35; shift += 7) {
+                int b = raw();
+                v |= (b & 0x7F) << shift;
+                if ((b & 0x80) == 0) {
+                    if (v < 0) {
+                        throw new IllegalArgumentException("negative length");
+                    }
+                    return v;
+                }
+            }
+            throw new IllegalArgumentException("malformed varint at " + pos);
+        }
+
+        long int64() {
+            long v = 0;
+            for (int i = 0; i < 8; i++) {
+                v = (v << 8) | raw();
+            }
+            return v;
+        }
+
+        byte[] bytes() {
+            int n = varint();
+            if (n > buf.length - pos) {
+                throw new IllegalArgumentException("length " + n + " runs past the end");
+            }
+            byte[] out = Arrays.copyOfRange(buf, pos, pos + n);
+            pos += n;
+            return out;
+        }
+
+        String string() {
+            int n = varint();
+            if (n > buf.length - pos) {
+                throw new IllegalArgumentException("length " + n + " runs past the end");
+            }
+            String s = new String(buf, pos, n, StandardCharsets.UTF_8);
+            pos += n;
+            return s;
+        }
+
+        Map<String, DdbValue> map() {
+            int n = varint();
+            Map<String, DdbValue> m = new LinkedHashMap<>(Math.max(4, (int) (n / 0.75f) + 1));
+            for (int i = 0; i < n; i++) {
+                m.put(string(), value());
+            }
+            return m;
+        }
+
+        List<String> strings(int n) {
+            List<String> out = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                out.add(string());
+            }
+            return out;
+        }
+
+        DdbValue value() {
+            int tag = raw();
+            switch (tag) {
+                case T_S:
+                    return new DdbValue.S(string());
+                case T_N:
+                    return new DdbValue.N(string());
+                case T_B:
+                    return new DdbValue.B(bytes());
+                case T_TRUE:
+                    return new DdbValue.Bool(true);
+                case T_FALSE:
+                    return new DdbValue.Bool(false);
+                case T_NULL:
+                    return DdbValue.Null.INSTANCE;
+                case T_M:
+                    return new DdbValue.M(map());
+                case T_L: {
+                    int n = varint();
+                    List<DdbValue> out = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        out.add(value());
+                    }
+                    return new DdbValue.L(out);
+                }
+                case T_SS:
+                    return new DdbValue.SS(strings(varint()));
+                case T_NS:
+                    return new DdbValue.NS(strings(varint()));
+                case T_BS: {
+                    int n = varint();
+                    List<byte[]> out = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        out.add(bytes());
+                    }
+                    return new DdbValue.BS(out);
+                }
+                default:
+                    throw new IllegalArgumentException("unknown value tag " + tag + " at " + (pos - 1));
+            }
+        }
+    }
 }

@@ -28,58 +28,60 @@ import org.apache.iceberg.util.StructLikeWrapper;
  */
 public record ScanShape(int dataFiles, int deleteFiles, int partitions, long liveRows, int compactedFiles) {
 
-  /** Data files and delete files: what a full scan opens. */
-  public int filesOpened() {
-    return dataFiles + deleteFiles;
-  }
-
-  /** The shape of the table's current snapshot (one planning of its files). */
-  public static ScanShape of(Table table, long targetFileSizeBytes) {
-    Counter counter = new Counter();
-    if (table.currentSnapshot() != null) {
-      try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-        tasks.forEach(counter::add);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-    return counter.shape(targetFileSizeBytes);
-  }
-
-  /** Counts the planned files of a snapshot, for a caller that plans them anyway (the status). */
-  public static final class Counter {
-    private int dataFiles;
-    private final Set<String> deleteFiles = new HashSet<>();
-    private final Map<StructLikeWrapper, double[]> liveBytesByPartition = new HashMap<>();
-    private long liveRows;
-
-    public void add(FileScanTask task) {
-      dataFiles++;
-      long records = task.file().recordCount();
-      long deleted = 0; // by its own deletes (file-scoped position deletes, a deletion vector)
-      for (DeleteFile d : TaskRows.ownDeletes(task)) {
-        deleted += d.recordCount();
-      }
-      long live = Math.max(0, records - deleted);
-      liveRows += live;
-      task.deletes().forEach(d -> deleteFiles.add(d.location()));
-      StructLikeWrapper partition = StructLikeWrapper.forType(task.spec().partitionType()).set(task.file().partition());
-      double liveBytes = records == 0 ? 0 : task.file().fileSizeInBytes() * (double) live / records;
-      liveBytesByPartition.computeIfAbsent(partition, p -> new double[1])[0] += liveBytes;
+    /** Data files and delete files: what a full scan opens. */
+    public int filesOpened() {
+        return dataFiles + deleteFiles;
     }
 
-    public ScanShape shape(long targetFileSizeBytes) {
-      int compacted = 0;
-      for (double[] bytes : liveBytesByPartition.values()) {
-        compacted += bytes[0] <= 0 ? 0 : (int) Math.max(1, Math.ceil(bytes[0] / targetFileSizeBytes));
-      }
-      return new ScanShape(dataFiles, deleteFiles.size(), liveBytesByPartition.size(), liveRows, compacted);
+    /** The shape of the table's current snapshot (one planning of its files). */
+    public static ScanShape of(Table table, long targetFileSizeBytes) {
+        Counter counter = new Counter();
+        if (table.currentSnapshot() != null) {
+            try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+                tasks.forEach(counter::add);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return counter.shape(targetFileSizeBytes);
     }
-  }
 
-  /** One line for a person: what a full scan opens now, and what a compacted table would. */
-  public String text() {
-    return String.format("a full scan opens %d files (%d data, %d delete) in %d partitions; compacted, about %d",
-        filesOpened(), dataFiles, deleteFiles, partitions, compactedFiles);
-  }
+    /** Counts the planned files of a snapshot, for a caller that plans them anyway (the status). */
+    public static final class Counter {
+        private int dataFiles;
+        private final Set<String> deleteFiles = new HashSet<>();
+        private final Map<StructLikeWrapper, double[]> liveBytesByPartition = new HashMap<>();
+        private long liveRows;
+
+        public void add(FileScanTask task) {
+            dataFiles++;
+            long records = task.file().recordCount();
+            long deleted = 0; // by its own deletes (file-scoped position deletes, a deletion vector)
+            for (DeleteFile d : TaskRows.ownDeletes(task)) {
+                deleted += d.recordCount();
+            }
+            long live = Math.max(0, records - deleted);
+            liveRows += live;
+            task.deletes().forEach(d -> deleteFiles.add(d.location()));
+            StructLikeWrapper partition = StructLikeWrapper.forType(task.spec().partitionType())
+                    .set(task.file().partition());
+            double liveBytes = records == 0 ? 0 : task.file().fileSizeInBytes() * (double) live / records;
+            liveBytesByPartition.computeIfAbsent(partition, p -> new double[1])[0] += liveBytes;
+        }
+
+        public ScanShape shape(long targetFileSizeBytes) {
+            int compacted = 0;
+            for (double[] bytes : liveBytesByPartition.values()) {
+                compacted += bytes[0] <= 0 ? 0 : (int) Math.max(1, Math.ceil(bytes[0] / targetFileSizeBytes));
+            }
+            return new ScanShape(dataFiles, deleteFiles.size(), liveBytesByPartition.size(), liveRows, compacted);
+        }
+    }
+
+    /** One line for a person: what a full scan opens now, and what a compacted table would. */
+    public String text() {
+        return String.format(
+                "a full scan opens %d files (%d data, %d delete) in %d partitions; compacted, about %d",
+                filesOpened(), dataFiles, deleteFiles, partitions, compactedFiles);
+    }
 }

@@ -1,16 +1,13 @@
 package dev.ddb2iceberg.status;
 
-import java.util.HashMap;
-import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.commit.ExportProgress;
-import dev.ddb2iceberg.history.ChangeHistory;
-import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
-import dev.ddb2iceberg.config.RemovalPolicy;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.index.DamagedIndexException;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
@@ -18,6 +15,7 @@ import java.io.UncheckedIOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -57,205 +55,334 @@ import org.apache.iceberg.io.CloseableIterable;
  *     (the merger then rebuilds it, when KEY_INDEX is on)
  */
 public record TableStatus(
-    String table,
-    boolean exists,
-    Long currentSnapshotId,
-    String currentSnapshotAt,
-    int snapshots,
-    long oldestSnapshotAgeHours,
-    int appliedObjectsInCheckpoint,
-    String lastMergeAt,
-    int pendingObjects,
-    long pendingBytes,
-    long oldestPendingAgeSeconds,
-    int dataFiles,
-    long dataBytes,
-    long records,
-    int deleteFiles,
-    long deleteBytes,
-    int smallDataFiles,
-    double smallFileRatio,
-    String lastCompactionAt,
-    ScanShape scan,
-    Map<String, ExportProgress.Load> exportLoads,
-    KeyIndexStatus keyIndex,
-    String parallelLoad,
-    String removals,
-    HistoryStatus history) {
+        String table,
+        boolean exists,
+        Long currentSnapshotId,
+        String currentSnapshotAt,
+        int snapshots,
+        long oldestSnapshotAgeHours,
+        int appliedObjectsInCheckpoint,
+        String lastMergeAt,
+        int pendingObjects,
+        long pendingBytes,
+        long oldestPendingAgeSeconds,
+        int dataFiles,
+        long dataBytes,
+        long records,
+        int deleteFiles,
+        long deleteBytes,
+        int smallDataFiles,
+        double smallFileRatio,
+        String lastCompactionAt,
+        ScanShape scan,
+        Map<String, ExportProgress.Load> exportLoads,
+        KeyIndexStatus keyIndex,
+        String parallelLoad,
+        String removals,
+        HistoryStatus history) {
 
-  /**
-   * The change history (HISTORY_TABLE) at a glance.
-   *
-   * @param table its name, {@code namespace.name}
-   * @param exists false until the first merge with changes creates it
-   * @param changes rows it holds (one per change)
-   * @param dataFiles its data files
-   * @param lastAppendAt when a merge last appended to it, or null
-   * @param keptFrom the first day it keeps (HISTORY_RETENTION_DAYS), or null when it keeps every change
-   */
-  public record HistoryStatus(String table, boolean exists, long changes, long dataFiles, String lastAppendAt,
-      String keptFrom) {
-    public static HistoryStatus of(String name, Table history) {
-      if (history == null || history.currentSnapshot() == null) {
-        return new HistoryStatus(name, history != null, 0, 0, null, null);
-      }
-      Map<String, String> summary = history.currentSnapshot().summary();
-      Snapshot append = Checkpoint.newestMergerSnapshot(history);
-      String keptFrom = history.properties().get(PipelineProperties.HISTORY_KEPT_FROM);
-      return new HistoryStatus(name, true, Long.parseLong(summary.getOrDefault("total-records", "0")),
-          Long.parseLong(summary.getOrDefault("total-data-files", "0")),
-          append == null ? null : Instant.ofEpochMilli(append.timestampMillis()).toString(),
-          keptFrom == null ? null : Instant.ofEpochMilli(Long.parseLong(keptFrom)).toString());
-    }
-  }
-
-  /** This status with the change history's. */
-  public TableStatus withHistory(HistoryStatus h) {
-    return new TableStatus(table, exists, currentSnapshotId, currentSnapshotAt, snapshots, oldestSnapshotAgeHours,
-        appliedObjectsInCheckpoint, lastMergeAt, pendingObjects, pendingBytes, oldestPendingAgeSeconds, dataFiles,
-        dataBytes, records, deleteFiles, deleteBytes, smallDataFiles, smallFileRatio, lastCompactionAt, scan, exportLoads,
-        keyIndex, parallelLoad, removals, h);
-  }
-
-  /** The removal policy the table's last merge applied (its properties), or null for a table without one. */
-  private static String removals(Table table) {
-    String ttl = table.properties().get(PipelineProperties.TTL_EXPIRIES);
-    String deletes = table.properties().get(PipelineProperties.DELETES);
-    return ttl == null && deletes == null ? null
-        : "TTL_EXPIRIES=" + (ttl == null ? "delete" : ttl) + ", DELETES=" + (deletes == null ? "hard" : deletes);
-  }
-
-  /**
-   * The key index at a glance.
-   *
-   * @param manifest its manifest's location
-   * @param parts parts the keys are spread over
-   * @param entries entries in the parts' base files (one per live row when no deltas are pending)
-   * @param deltas delta files written since the parts were last folded
-   * @param deltaEntries entries in them
-   * @param bytes size of all its files in storage
-   * @param damaged why the index cannot be read, or null (the next merge rebuilds a damaged one)
-   */
-  public record KeyIndexStatus(String manifest, int parts, long entries, int deltas, long deltaEntries, long bytes,
-      String damaged) {
-    static KeyIndexStatus of(Table table, Snapshot snapshot) {
-      String manifest = KeyIndex.manifestOf(snapshot);
-      if (manifest == null) {
-        return null;
-      }
-      try {
-        IndexManifest m = KeyIndex.open(table, manifest, new IndexCache(0)).manifest();
-        return new KeyIndexStatus(manifest, m.parts(), m.baseEntries(), m.deltas().size(), m.deltaEntries(), m.bytes(),
-            null);
-      } catch (DamagedIndexException e) {
-        return new KeyIndexStatus(manifest, 0, 0, 0, 0, 0, e.getMessage());
-      }
-    }
-  }
-
-  /** The status of {@code table} (null if it does not exist yet) and of its staging prefix. */
-  public static TableStatus of(String name, Table table, StagingStore store, long targetFileSizeBytes, Clock clock) {
-    Instant now = clock.instant();
-    Set<String> applied = table == null ? Set.of() : Checkpoint.read(table);
-    List<StagedObject> pending = store.list().stream()
-        .filter(o -> !applied.contains(Checkpoint.token(o.name()))).toList();
-    long pendingBytes = pending.stream().mapToLong(StagedObject::size).sum();
-    long oldestPending = pending.stream().map(StagedObject::lastModified).min(Instant::compareTo)
-        .map(t -> Math.max(0, Duration.between(t, now).toSeconds())).orElse(0L);
-    if (table == null || table.currentSnapshot() == null) {
-      return new TableStatus(name, table != null, null, null, 0, 0, 0, null, pending.size(), pendingBytes, oldestPending,
-          0, 0, 0, 0, 0, 0, 0, null, null, Map.of(), null, table == null ? null : ParallelExportLoad.progress(table),
-          table == null ? null : removals(table), null);
-    }
-    Snapshot current = table.currentSnapshot();
-    int snapshots = 0;
-    long oldestSnapshot = current.timestampMillis();
-    Instant lastCompaction = null;
-    for (Snapshot s : table.snapshots()) {
-      snapshots++;
-      oldestSnapshot = Math.min(oldestSnapshot, s.timestampMillis());
-      if (DataOperations.REPLACE.equals(s.operation())
-          && (lastCompaction == null || s.timestampMillis() > lastCompaction.toEpochMilli())) {
-        lastCompaction = Instant.ofEpochMilli(s.timestampMillis());
-      }
-    }
-    Snapshot lastMerge = Checkpoint.newestMergerSnapshot(table);
-    int dataFiles = 0;
-    int small = 0;
-    long dataBytes = 0;
-    long records = 0;
-    Map<String, DeleteFile> deletes = new HashMap<>();
-    ScanShape.Counter shape = new ScanShape.Counter();
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-      for (FileScanTask task : tasks) {
-        shape.add(task);
-        dataFiles++;
-        dataBytes += task.file().fileSizeInBytes();
-        records += task.file().recordCount();
-        if (task.file().fileSizeInBytes() < targetFileSizeBytes * 3 / 4) {
-          small++;
+    /**
+     * The change history (HISTORY_TABLE) at a glance.
+     *
+     * @param table its name, {@code namespace.name}
+     * @param exists false until the first merge with changes creates it
+     * @param changes rows it holds (one per change)
+     * @param dataFiles its data files
+     * @param lastAppendAt when a merge last appended to it, or null
+     * @param keptFrom the first day it keeps (HISTORY_RETENTION_DAYS), or null when it keeps every change
+     */
+    public record HistoryStatus(
+            String table, boolean exists, long changes, long dataFiles, String lastAppendAt, String keptFrom) {
+        public static HistoryStatus of(String name, Table history) {
+            if (history == null || history.currentSnapshot() == null) {
+                return new HistoryStatus(name, history != null, 0, 0, null, null);
+            }
+            Map<String, String> summary = history.currentSnapshot().summary();
+            Snapshot append = Checkpoint.newestMergerSnapshot(history);
+            String keptFrom = history.properties().get(PipelineProperties.HISTORY_KEPT_FROM);
+            return new HistoryStatus(
+                    name,
+                    true,
+                    Long.parseLong(summary.getOrDefault("total-records", "0")),
+                    Long.parseLong(summary.getOrDefault("total-data-files", "0")),
+                    append == null
+                            ? null
+                            : Instant.ofEpochMilli(append.timestampMillis()).toString(),
+                    keptFrom == null
+                            ? null
+                            : Instant.ofEpochMilli(Long.parseLong(keptFrom)).toString());
         }
-        task.deletes().forEach(d -> deletes.put(d.location() + "#" + d.contentOffset(), d));
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
-    long deleteBytes = deletes.values().stream().mapToLong(d -> d.contentSizeInBytes() != null
-        ? d.contentSizeInBytes() : d.fileSizeInBytes()).sum();
-    return new TableStatus(name, true, current.snapshotId(), Instant.ofEpochMilli(current.timestampMillis()).toString(),
-        snapshots, Duration.between(Instant.ofEpochMilli(oldestSnapshot), now).toHours(), applied.size(),
-        lastMerge == null ? null : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(), pending.size(),
-        pendingBytes, oldestPending, dataFiles, dataBytes, records, deletes.size(), deleteBytes, small,
-        dataFiles == 0 ? 0 : (double) small / dataFiles, lastCompaction == null ? null : lastCompaction.toString(),
-        shape.shape(targetFileSizeBytes), ExportProgress.read(table), KeyIndexStatus.of(table, current),
-        ParallelExportLoad.progress(table),
-        removals(table), null);
-  }
 
-  /** The report for a person. */
-  public String text() {
-    StringBuilder sb = new StringBuilder();
-    sb.append("table        ").append(table).append(exists ? "" : " (does not exist yet: the merger creates it)").append('\n');
-    if (currentSnapshotId != null) {
-      sb.append("snapshot     ").append(currentSnapshotId).append(" at ").append(currentSnapshotAt)
-          .append(" (").append(snapshots).append(" kept, oldest ").append(oldestSnapshotAgeHours).append(" h old)\n");
-      sb.append("last merge   ").append(lastMergeAt == null ? "-" : lastMergeAt)
-          .append(" (checkpoint names ").append(appliedObjectsInCheckpoint).append(" staged objects)\n");
+    /** This status with the change history's. */
+    public TableStatus withHistory(HistoryStatus h) {
+        return new TableStatus(
+                table,
+                exists,
+                currentSnapshotId,
+                currentSnapshotAt,
+                snapshots,
+                oldestSnapshotAgeHours,
+                appliedObjectsInCheckpoint,
+                lastMergeAt,
+                pendingObjects,
+                pendingBytes,
+                oldestPendingAgeSeconds,
+                dataFiles,
+                dataBytes,
+                records,
+                deleteFiles,
+                deleteBytes,
+                smallDataFiles,
+                smallFileRatio,
+                lastCompactionAt,
+                scan,
+                exportLoads,
+                keyIndex,
+                parallelLoad,
+                removals,
+                h);
     }
-    sb.append("waiting      ").append(pendingObjects).append(" staged objects, ").append(pendingBytes).append(" bytes")
-        .append(pendingObjects == 0 ? "" : ", oldest " + oldestPendingAgeSeconds + " s old").append('\n');
-    if (currentSnapshotId != null) {
-      sb.append("data files   ").append(dataFiles).append(" (").append(dataBytes).append(" bytes, ").append(records)
-          .append(" rows before deletes); ").append(smallDataFiles).append(" small (")
-          .append(String.format("%.0f%%", smallFileRatio * 100)).append(")\n");
-      sb.append("delete files ").append(deleteFiles).append(" (").append(deleteBytes).append(" bytes)\n");
-      sb.append("full scan    ").append(scan.text()).append('\n');
-      sb.append("compacted    ").append(lastCompactionAt == null ? "never" : lastCompactionAt.toString()).append('\n');
+
+    /** The removal policy the table's last merge applied (its properties), or null for a table without one. */
+    private static String removals(Table table) {
+        String ttl = table.properties().get(PipelineProperties.TTL_EXPIRIES);
+        String deletes = table.properties().get(PipelineProperties.DELETES);
+        return ttl == null && deletes == null
+                ? null
+                : "TTL_EXPIRIES=" + (ttl == null ? "delete" : ttl) + ", DELETES="
+                        + (deletes == null ? "hard" : deletes);
     }
-    if (currentSnapshotId != null) {
-      sb.append("key index    ").append(keyIndex == null
-          ? "none for this snapshot (with KEY_INDEX=on the next merge builds it from the table)"
-          : keyIndex.damaged() != null ? "damaged: " + keyIndex.damaged() + " (the next merge rebuilds it)"
-          : keyIndex.entries() + " entries in " + keyIndex.parts() + " parts + " + keyIndex.deltas() + " deltas ("
-              + keyIndex.deltaEntries() + " entries), " + keyIndex.bytes() + " bytes; covers this snapshot")
-          .append('\n');
+
+    /**
+     * The key index at a glance.
+     *
+     * @param manifest its manifest's location
+     * @param parts parts the keys are spread over
+     * @param entries entries in the parts' base files (one per live row when no deltas are pending)
+     * @param deltas delta files written since the parts were last folded
+     * @param deltaEntries entries in them
+     * @param bytes size of all its files in storage
+     * @param damaged why the index cannot be read, or null (the next merge rebuilds a damaged one)
+     */
+    public record KeyIndexStatus(
+            String manifest, int parts, long entries, int deltas, long deltaEntries, long bytes, String damaged) {
+        static KeyIndexStatus of(Table table, Snapshot snapshot) {
+            String manifest = KeyIndex.manifestOf(snapshot);
+            if (manifest == null) {
+                return null;
+            }
+            try {
+                IndexManifest m =
+                        KeyIndex.open(table, manifest, new IndexCache(0)).manifest();
+                return new KeyIndexStatus(
+                        manifest, m.parts(), m.baseEntries(), m.deltas().size(), m.deltaEntries(), m.bytes(), null);
+            } catch (DamagedIndexException e) {
+                return new KeyIndexStatus(manifest, 0, 0, 0, 0, 0, e.getMessage());
+            }
+        }
     }
-    exportLoads.forEach((id, load) -> sb.append("export       ").append(id).append(": ")
-        .append(load.done() ? "loaded, " : "loading, ").append(load.items()).append(" items")
-        .append(load.done() ? "" : " so far (invoke the Merger with {\"loadExport\": ...} again to go on)").append('\n'));
-    if (parallelLoad != null) {
-      sb.append("loading      ").append(parallelLoad).append('\n');
+
+    /** The status of {@code table} (null if it does not exist yet) and of its staging prefix. */
+    public static TableStatus of(String name, Table table, StagingStore store, long targetFileSizeBytes, Clock clock) {
+        Instant now = clock.instant();
+        Set<String> applied = table == null ? Set.of() : Checkpoint.read(table);
+        List<StagedObject> pending = store.list().stream()
+                .filter(o -> !applied.contains(Checkpoint.token(o.name())))
+                .toList();
+        long pendingBytes = pending.stream().mapToLong(StagedObject::size).sum();
+        long oldestPending = pending.stream()
+                .map(StagedObject::lastModified)
+                .min(Instant::compareTo)
+                .map(t -> Math.max(0, Duration.between(t, now).toSeconds()))
+                .orElse(0L);
+        if (table == null || table.currentSnapshot() == null) {
+            return new TableStatus(
+                    name,
+                    table != null,
+                    null,
+                    null,
+                    0,
+                    0,
+                    0,
+                    null,
+                    pending.size(),
+                    pendingBytes,
+                    oldestPending,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    null,
+                    null,
+                    Map.of(),
+                    null,
+                    table == null ? null : ParallelExportLoad.progress(table),
+                    table == null ? null : removals(table),
+                    null);
+        }
+        Snapshot current = table.currentSnapshot();
+        int snapshots = 0;
+        long oldestSnapshot = current.timestampMillis();
+        Instant lastCompaction = null;
+        for (Snapshot s : table.snapshots()) {
+            snapshots++;
+            oldestSnapshot = Math.min(oldestSnapshot, s.timestampMillis());
+            if (DataOperations.REPLACE.equals(s.operation())
+                    && (lastCompaction == null || s.timestampMillis() > lastCompaction.toEpochMilli())) {
+                lastCompaction = Instant.ofEpochMilli(s.timestampMillis());
+            }
+        }
+        Snapshot lastMerge = Checkpoint.newestMergerSnapshot(table);
+        int dataFiles = 0;
+        int small = 0;
+        long dataBytes = 0;
+        long records = 0;
+        Map<String, DeleteFile> deletes = new HashMap<>();
+        ScanShape.Counter shape = new ScanShape.Counter();
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                shape.add(task);
+                dataFiles++;
+                dataBytes += task.file().fileSizeInBytes();
+                records += task.file().recordCount();
+                if (task.file().fileSizeInBytes() < targetFileSizeBytes * 3 / 4) {
+                    small++;
+                }
+                task.deletes().forEach(d -> deletes.put(d.location() + "#" + d.contentOffset(), d));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        long deleteBytes = deletes.values().stream()
+                .mapToLong(d -> d.contentSizeInBytes() != null ? d.contentSizeInBytes() : d.fileSizeInBytes())
+                .sum();
+        return new TableStatus(
+                name,
+                true,
+                current.snapshotId(),
+                Instant.ofEpochMilli(current.timestampMillis()).toString(),
+                snapshots,
+                Duration.between(Instant.ofEpochMilli(oldestSnapshot), now).toHours(),
+                applied.size(),
+                lastMerge == null
+                        ? null
+                        : Instant.ofEpochMilli(lastMerge.timestampMillis()).toString(),
+                pending.size(),
+                pendingBytes,
+                oldestPending,
+                dataFiles,
+                dataBytes,
+                records,
+                deletes.size(),
+                deleteBytes,
+                small,
+                dataFiles == 0 ? 0 : (double) small / dataFiles,
+                lastCompaction == null ? null : lastCompaction.toString(),
+                shape.shape(targetFileSizeBytes),
+                ExportProgress.read(table),
+                KeyIndexStatus.of(table, current),
+                ParallelExportLoad.progress(table),
+                removals(table),
+                null);
     }
-    if (removals != null) {
-      sb.append("removals     ").append(removals).append('\n');
+
+    /** The report for a person. */
+    public String text() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("table        ")
+                .append(table)
+                .append(exists ? "" : " (does not exist yet: the merger creates it)")
+                .append('\n');
+        if (currentSnapshotId != null) {
+            sb.append("snapshot     ")
+                    .append(currentSnapshotId)
+                    .append(" at ")
+                    .append(currentSnapshotAt)
+                    .append(" (")
+                    .append(snapshots)
+                    .append(" kept, oldest ")
+                    .append(oldestSnapshotAgeHours)
+                    .append(" h old)\n");
+            sb.append("last merge   ")
+                    .append(lastMergeAt == null ? "-" : lastMergeAt)
+                    .append(" (checkpoint names ")
+                    .append(appliedObjectsInCheckpoint)
+                    .append(" staged objects)\n");
+        }
+        sb.append("waiting      ")
+                .append(pendingObjects)
+                .append(" staged objects, ")
+                .append(pendingBytes)
+                .append(" bytes")
+                .append(pendingObjects == 0 ? "" : ", oldest " + oldestPendingAgeSeconds + " s old")
+                .append('\n');
+        if (currentSnapshotId != null) {
+            sb.append("data files   ")
+                    .append(dataFiles)
+                    .append(" (")
+                    .append(dataBytes)
+                    .append(" bytes, ")
+                    .append(records)
+                    .append(" rows before deletes); ")
+                    .append(smallDataFiles)
+                    .append(" small (")
+                    .append(String.format("%.0f%%", smallFileRatio * 100))
+                    .append(")\n");
+            sb.append("delete files ")
+                    .append(deleteFiles)
+                    .append(" (")
+                    .append(deleteBytes)
+                    .append(" bytes)\n");
+            sb.append("full scan    ").append(scan.text()).append('\n');
+            sb.append("compacted    ")
+                    .append(lastCompactionAt == null ? "never" : lastCompactionAt.toString())
+                    .append('\n');
+        }
+        if (currentSnapshotId != null) {
+            sb.append("key index    ")
+                    .append(
+                            keyIndex == null
+                                    ? "none for this snapshot (with KEY_INDEX=on the next merge builds it from the table)"
+                                    : keyIndex.damaged() != null
+                                            ? "damaged: " + keyIndex.damaged() + " (the next merge rebuilds it)"
+                                            : keyIndex.entries() + " entries in " + keyIndex.parts() + " parts + "
+                                                    + keyIndex.deltas() + " deltas (" + keyIndex.deltaEntries()
+                                                    + " entries), " + keyIndex.bytes() + " bytes; covers this snapshot")
+                    .append('\n');
+        }
+        exportLoads.forEach((id, load) -> sb.append("export       ")
+                .append(id)
+                .append(": ")
+                .append(load.done() ? "loaded, " : "loading, ")
+                .append(load.items())
+                .append(" items")
+                .append(load.done() ? "" : " so far (invoke the Merger with {\"loadExport\": ...} again to go on)")
+                .append('\n'));
+        if (parallelLoad != null) {
+            sb.append("loading      ").append(parallelLoad).append('\n');
+        }
+        if (removals != null) {
+            sb.append("removals     ").append(removals).append('\n');
+        }
+        if (history != null) {
+            sb.append("history      ")
+                    .append(history.table())
+                    .append(": ")
+                    .append(
+                            !history.exists()
+                                    ? "not created yet (the next merge with changes creates it)"
+                                    : history.changes() + " changes in " + history.dataFiles()
+                                            + " files, last appended "
+                                            + (history.lastAppendAt() == null ? "-" : history.lastAppendAt())
+                                            + (history.keptFrom() == null
+                                                    ? ""
+                                                    : ", keeps changes from " + history.keptFrom()))
+                    .append('\n');
+        }
+        return sb.toString();
     }
-    if (history != null) {
-      sb.append("history      ").append(history.table()).append(": ").append(!history.exists()
-          ? "not created yet (the next merge with changes creates it)"
-          : history.changes() + " changes in " + history.dataFiles() + " files, last appended "
-              + (history.lastAppendAt() == null ? "-" : history.lastAppendAt())
-              + (history.keptFrom() == null ? "" : ", keeps changes from " + history.keptFrom())).append('\n');
-    }
-    return sb.toString();
-  }
 }

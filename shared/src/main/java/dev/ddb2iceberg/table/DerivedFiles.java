@@ -12,17 +12,17 @@ import org.apache.iceberg.Table;
  */
 public final class DerivedFiles {
 
-  private DerivedFiles() {}
+    private DerivedFiles() {}
 
-  /** The folder, ending in "/". */
-  public static String location(Table table) {
-    String set = table.properties().get(PipelineProperties.DERIVED_FILES_LOCATION);
-    String base = set != null ? set : table.location();
-    return base.endsWith("/") ? base : base + "/";
-  }
+    /** The folder, ending in "/". */
+    public static String location(Table table) {
+        String set = table.properties().get(PipelineProperties.DERIVED_FILES_LOCATION);
+        String base = set != null ? set : table.location();
+        return base.endsWith("/") ? base : base + "/";
+    }
 
-  /** True when the files live outside the table's own location (so orphan cleanup lists them there). */
-  public static boolean separate(Table table) {
-    return table.properties().containsKey(PipelineProperties.DERIVED_FILES_LOCATION);
-  }
+    /** True when the files live outside the table's own location (so orphan cleanup lists them there). */
+    public static boolean separate(Table table) {
+        return table.properties().containsKey(PipelineProperties.DERIVED_FILES_LOCATION);
+    }
 }

@@ -37,317 +37,327 @@ import org.apache.iceberg.types.Types;
  * approximate creation time, so a reader sees how fresh each row is.
  */
 public final class TableLayout {
-  public static final String SEQ = "_ddb_seq";
-  public static final String TIME = "_ddb_time";
-  public static final String OVERFLOW = "_ddb_overflow";
-  /** Optional column (ITEM_JSON_COLUMN): the whole item as DynamoDB JSON. */
-  public static final String ITEM = "_ddb_item";
-  /** Optional column on format v3 (ITEM_VARIANT_COLUMN): the whole item as a variant. */
-  public static final String VARIANT = "_ddb_variant";
+    public static final String SEQ = "_ddb_seq";
+    public static final String TIME = "_ddb_time";
+    public static final String OVERFLOW = "_ddb_overflow";
+    /** Optional column (ITEM_JSON_COLUMN): the whole item as DynamoDB JSON. */
+    public static final String ITEM = "_ddb_item";
+    /** Optional column on format v3 (ITEM_VARIANT_COLUMN): the whole item as a variant. */
+    public static final String VARIANT = "_ddb_variant";
 
-  private final Schema schema;
-  private final List<String> keyNames;
-  private final Map<String, String> keyDdbTypes;
-  /** Lower-cased names of all top-level columns: engines such as Athena ignore case. */
-  private final Map<String, String> columnsByLowerName = new HashMap<>();
+    private final Schema schema;
+    private final List<String> keyNames;
+    private final Map<String, String> keyDdbTypes;
+    /** Lower-cased names of all top-level columns: engines such as Athena ignore case. */
+    private final Map<String, String> columnsByLowerName = new HashMap<>();
 
-  private TableLayout(Schema schema, Map<String, String> keyDdbTypes) {
-    this.schema = schema;
-    this.keyDdbTypes = keyDdbTypes;
-    this.keyNames = List.copyOf(keyDdbTypes.keySet());
-    for (Types.NestedField f : schema.columns()) {
-      columnsByLowerName.put(f.name().toLowerCase(Locale.ROOT), f.name());
-    }
-  }
-
-  public static TableLayout of(Table table) {
-    return of(table.schema(), table.properties().get(PipelineProperties.KEYS));
-  }
-
-  public static TableLayout of(Schema schema, String keysProperty) {
-    if (keysProperty == null || keysProperty.isBlank()) {
-      throw new IllegalStateException("The table has no '" + PipelineProperties.KEYS + "' property: it was not created by"
-          + " this pipeline. Point TABLE_NAME at a new table, or at one the merger created.");
-    }
-    Map<String, String> keys = new LinkedHashMap<>();
-    for (String part : keysProperty.split(",")) {
-      int colon = part.lastIndexOf(':');
-      keys.put(part.substring(0, colon), part.substring(colon + 1));
-    }
-    return new TableLayout(schema, keys);
-  }
-
-  public static String keysProperty(Map<String, String> keyDdbTypes) {
-    List<String> parts = new ArrayList<>();
-    keyDdbTypes.forEach((name, type) -> parts.add(name + ":" + type));
-    return String.join(",", parts);
-  }
-
-  public Schema schema() {
-    return schema;
-  }
-
-  public List<String> keyNames() {
-    return keyNames;
-  }
-
-  /** The DynamoDB type of key attribute {@code name}: S, N or B. */
-  public String keyDdbType(String name) {
-    return keyDdbTypes.get(name);
-  }
-
-  /** The key of a change as column values, or null when a key value does not fit its column. */
-  public List<Object> keyOf(Change c) {
-    Object[] key = new Object[keyNames.size()];
-    for (int i = 0; i < key.length; i++) {
-      String name = keyNames.get(i);
-      DdbValue v = c.keys().get(name);
-      if (v == null) {
-        return null;
-      }
-      Object col = TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v);
-      if (col == TypeMapping.DOES_NOT_FIT) {
-        return null;
-      }
-      key[i] = col;
-    }
-    return List.of(key);
-  }
-
-  /** Why {@link #keyOf} returned null, for the quarantine. */
-  public String whyKeyDoesNotFit(Change c) {
-    if (!c.keys().keySet().equals(keyDdbTypes.keySet())) {
-      return "change has key attributes " + c.keys().keySet() + " but the table's keys are " + keyNames;
-    }
-    for (String name : keyNames) {
-      DdbValue v = c.keys().get(name);
-      if (TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v) == TypeMapping.DOES_NOT_FIT) {
-        return "key attribute '" + name + "' = " + DdbJson.write(v) + " does not fit its column of type "
-            + schema.findField(name).type() + " (DynamoDB type " + keyDdbTypes.get(name) + ")";
-      }
-    }
-    return "key fits";
-  }
-
-  /** The key of a row read from the table (it must hold the key columns). */
-  public List<Object> keyOf(Record row) {
-    Object[] key = new Object[keyNames.size()];
-    for (int i = 0; i < key.length; i++) {
-      key[i] = row.getField(keyNames.get(i));
-    }
-    return List.of(key);
-  }
-
-  /** Rows in key order (the table's sort order). */
-  @SuppressWarnings("unchecked")
-  public Comparator<Record> keyOrder() {
-    Comparator<Record> order = (a, b) -> 0;
-    for (String key : keyNames) {
-      Comparator<Object> c = (Comparator<Object>) (Comparator<?>) Comparators.forType(
-          schema.findField(key).type().asPrimitiveType());
-      int pos = schema.columns().indexOf(schema.findField(key)); // by position: no name lookup per compare
-      order = order.thenComparing((a, b) -> c.compare(a.get(pos, Object.class), b.get(pos, Object.class)));
-    }
-    return order;
-  }
-
-  /** Whether an attribute of this name may get a typed column of its own. */
-  private static boolean mayHaveColumn(String attribute) {
-    return TypeMapping.mayBeFieldName(attribute);
-  }
-
-  /**
-   * A column to add: {@code parent} is null for a top-level column, else the dotted path of the
-   * struct (or list of structs) that gets a new field.
-   */
-  public record Addition(String parent, String name, Type type, String doc) {
-    @Override
-    public String toString() {
-      return (parent == null ? "" : parent + ".") + name + " " + type;
-    }
-  }
-
-  /** A number column (or struct field) to widen, by a promotion Iceberg allows, so values fit it. */
-  public record Promotion(String path, Type.PrimitiveType to) {
-    @Override
-    public String toString() {
-      return path + " -> " + to;
-    }
-  }
-
-  /** What the schema needs before a run's items are written: columns to add, number columns to widen. */
-  public record SchemaChanges(List<Addition> additions, List<Promotion> promotions) {
-    public boolean isEmpty() {
-      return additions.isEmpty() && promotions.isEmpty();
-    }
-
-    public void applyTo(UpdateSchema update) {
-      additions.forEach(a -> update.addColumn(a.parent(), a.name(), a.type(), a.doc()));
-      promotions.forEach(p -> update.updateColumn(p.path(), p.to()));
-    }
-
-    @Override
-    public String toString() {
-      return "added " + additions + ", widened " + promotions;
-    }
-  }
-
-  /**
-   * The schema changes these items call for. Columns to add: new attributes (typed by the user's
-   * hint, else inferred from this run's values) and new keys of maps held in struct columns; an
-   * attribute whose name differs from an existing column only by case gets none (engines that
-   * ignore case could not tell them apart), its values go to the overflow map. Columns to widen:
-   * number columns and struct fields whose new values need a wider type (int → long, float →
-   * double, decimal precision). Nested types carry placeholder field ids from {@code ids}; Iceberg
-   * assigns the real ones.
-   */
-  public SchemaChanges schemaChanges(Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints,
-      IntSupplier ids) {
-    Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
-    for (Map<String, DdbValue> item : items) {
-      item.forEach((name, v) -> byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
-    }
-    List<Addition> added = new ArrayList<>();
-    List<Promotion> widened = new ArrayList<>();
-    Map<String, String> seenLower = new HashMap<>(columnsByLowerName);
-    for (Map.Entry<String, List<DdbValue>> e : byAttribute.entrySet()) {
-      String name = e.getKey();
-      Types.NestedField existing = schema.findField(name);
-      if (existing != null) {
-        if (!keyDdbTypes.containsKey(name) && mayHaveColumn(name)) {
-          addNestedFields(name, existing.type(), TypeMapping.shapeOf(existing), e.getValue(), ids, added);
-          promotions(name, existing, e.getValue(), widened);
+    private TableLayout(Schema schema, Map<String, String> keyDdbTypes) {
+        this.schema = schema;
+        this.keyDdbTypes = keyDdbTypes;
+        this.keyNames = List.copyOf(keyDdbTypes.keySet());
+        for (Types.NestedField f : schema.columns()) {
+            columnsByLowerName.put(f.name().toLowerCase(Locale.ROOT), f.name());
         }
-        continue;
-      }
-      String lower = name.toLowerCase(Locale.ROOT);
-      if (!mayHaveColumn(name) || seenLower.containsKey(lower)) {
-        continue;
-      }
-      TypeMapping.Column column = hints.containsKey(name) ? hints.get(name) : TypeMapping.infer(e.getValue(), ids);
-      if (column != null) {
-        added.add(new Addition(null, name, column.type(), column.doc()));
-        seenLower.put(lower, name);
-      }
     }
-    return new SchemaChanges(added, widened);
-  }
 
-  private static void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {
-    String shape = TypeMapping.shapeOf(field);
-    if (shape.equals("N")) {
-      Type.PrimitiveType wider = TypeMapping.promotionFor(field.type(), values);
-      if (wider != null) {
-        out.add(new Promotion(path, wider));
-      }
-    } else if (shape.equals("M") && field.type().isStructType()) {
-      Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
-      for (DdbValue v : values) {
-        if (v instanceof DdbValue.M m) {
-          m.fields().forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x));
-        }
-      }
-      byKey.forEach((k, vs) -> {
-        Types.NestedField f = field.type().asStructType().field(k);
-        if (f != null) {
-          promotions(path + "." + k, f, vs, out);
-        }
-      });
+    public static TableLayout of(Table table) {
+        return of(table.schema(), table.properties().get(PipelineProperties.KEYS));
     }
-  }
 
-  /** New fields for map keys a struct column (or a list of structs) has not seen before. */
-  private static void addNestedFields(String path, Type type, String shape, List<DdbValue> values, IntSupplier ids,
-      List<Addition> added) {
-    if (shape.equals("M") && type.isStructType()) {
-      Types.StructType struct = type.asStructType();
-      Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
-      for (DdbValue v : values) {
-        if (v instanceof DdbValue.M m) {
-          m.fields().forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x));
+    public static TableLayout of(Schema schema, String keysProperty) {
+        if (keysProperty == null || keysProperty.isBlank()) {
+            throw new IllegalStateException(
+                    "The table has no '" + PipelineProperties.KEYS + "' property: it was not created by"
+                            + " this pipeline. Point TABLE_NAME at a new table, or at one the merger created.");
         }
-      }
-      Map<String, List<DdbValue>> newKeys = new LinkedHashMap<>();
-      Set<String> lowerNames = new HashSet<>();
-      for (Types.NestedField f : struct.fields()) {
-        lowerNames.add(f.name().toLowerCase(Locale.ROOT));
-      }
-      byKey.forEach((k, vs) -> {
-        Types.NestedField f = struct.field(k);
-        if (f == null) {
-          newKeys.put(k, vs);
-        } else {
-          addNestedFields(path + "." + k, f.type(), TypeMapping.shapeOf(f), vs, ids, added);
+        Map<String, String> keys = new LinkedHashMap<>();
+        for (String part : keysProperty.split(",")) {
+            int colon = part.lastIndexOf(':');
+            keys.put(part.substring(0, colon), part.substring(colon + 1));
         }
-      });
-      for (Types.NestedField f : TypeMapping.structFields(newKeys, lowerNames, struct.fields().size(), ids)) {
-        added.add(new Addition(path, f.name(), f.type(), f.doc()));
-      }
-    } else if (shape.startsWith("L<") && type.isListType()) {
-      List<DdbValue> elements = new ArrayList<>();
-      for (DdbValue v : values) {
-        if (v instanceof DdbValue.L l) {
-          elements.addAll(l.elements());
-        }
-      }
-      Types.NestedField element = type.asListType().fields().get(0);
-      String elementShape = shape.substring(2, shape.length() - 1);
-      addNestedFields(path + "." + element.name(), element.type(), elementShape, elements, ids, added);
+        return new TableLayout(schema, keys);
     }
-  }
 
-  /** The row for an item written by change {@code c}. */
-  public Record toRow(Change c) {
-    GenericRecord row = GenericRecord.create(schema);
-    Map<String, String> overflow = null;
-    for (Map.Entry<String, DdbValue> e : c.newImage().entrySet()) {
-      String name = e.getKey();
-      Types.NestedField column = mayHaveColumn(name) ? schema.findField(name) : null;
-      boolean exact = false;
-      if (column != null) {
-        String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
-        TypeMapping.Projection p = TypeMapping.project(e.getValue(), column.type(), shape);
-        row.setField(column.name(), p.value());
-        exact = p.exact();
-      }
-      if (!exact) {
-        if (overflow == null) {
-          overflow = new LinkedHashMap<>();
-        }
-        overflow.put(name, DdbJson.write(e.getValue()));
-      }
+    public static String keysProperty(Map<String, String> keyDdbTypes) {
+        List<String> parts = new ArrayList<>();
+        keyDdbTypes.forEach((name, type) -> parts.add(name + ":" + type));
+        return String.join(",", parts);
     }
-    row.setField(OVERFLOW, overflow);
-    row.setField(SEQ, SequenceNumbers.pad(c.sequenceNumber()));
-    row.setField(TIME, OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
-    if (schema.findField(ITEM) != null) {
-      row.setField(ITEM, DdbJson.writeItem(c.newImage()));
-    }
-    if (schema.findField(VARIANT) != null) {
-      row.setField(VARIANT, VariantItem.of(c.newImage()));
-    }
-    return row;
-  }
 
-  /** The DynamoDB item a row holds: the inverse of {@link #toRow}. */
-  public Map<String, DdbValue> toItem(Record row) {
-    Map<String, DdbValue> item = new LinkedHashMap<>();
-    for (Types.NestedField column : schema.columns()) {
-      String name = column.name();
-      if (name.startsWith("_ddb_")) {
-        continue;
-      }
-      Object value = row.getField(name);
-      if (value != null) {
-        String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
-        item.put(name, TypeMapping.reconstruct(value, column.type(), shape));
-      }
+    public Schema schema() {
+        return schema;
     }
+
+    public List<String> keyNames() {
+        return keyNames;
+    }
+
+    /** The DynamoDB type of key attribute {@code name}: S, N or B. */
+    public String keyDdbType(String name) {
+        return keyDdbTypes.get(name);
+    }
+
+    /** The key of a change as column values, or null when a key value does not fit its column. */
+    public List<Object> keyOf(Change c) {
+        Object[] key = new Object[keyNames.size()];
+        for (int i = 0; i < key.length; i++) {
+            String name = keyNames.get(i);
+            DdbValue v = c.keys().get(name);
+            if (v == null) {
+                return null;
+            }
+            Object col = TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v);
+            if (col == TypeMapping.DOES_NOT_FIT) {
+                return null;
+            }
+            key[i] = col;
+        }
+        return List.of(key);
+    }
+
+    /** Why {@link #keyOf} returned null, for the quarantine. */
+    public String whyKeyDoesNotFit(Change c) {
+        if (!c.keys().keySet().equals(keyDdbTypes.keySet())) {
+            return "change has key attributes " + c.keys().keySet() + " but the table's keys are " + keyNames;
+        }
+        for (String name : keyNames) {
+            DdbValue v = c.keys().get(name);
+            if (TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v)
+                    == TypeMapping.DOES_NOT_FIT) {
+                return "key attribute '" + name + "' = " + DdbJson.write(v) + " does not fit its column of type "
+                        + schema.findField(name).type() + " (DynamoDB type " + keyDdbTypes.get(name) + ")";
+            }
+        }
+        return "key fits";
+    }
+
+    /** The key of a row read from the table (it must hold the key columns). */
+    public List<Object> keyOf(Record row) {
+        Object[] key = new Object[keyNames.size()];
+        for (int i = 0; i < key.length; i++) {
+            key[i] = row.getField(keyNames.get(i));
+        }
+        return List.of(key);
+    }
+
+    /** Rows in key order (the table's sort order). */
     @SuppressWarnings("unchecked")
-    Map<String, String> overflow = (Map<String, String>) row.getField(OVERFLOW);
-    if (overflow != null) {
-      overflow.forEach((name, json) -> item.put(name, DdbJson.parse(json)));
+    public Comparator<Record> keyOrder() {
+        Comparator<Record> order = (a, b) -> 0;
+        for (String key : keyNames) {
+            Comparator<Object> c = (Comparator<Object>) (Comparator<?>)
+                    Comparators.forType(schema.findField(key).type().asPrimitiveType());
+            int pos = schema.columns().indexOf(schema.findField(key)); // by position: no name lookup per compare
+            order = order.thenComparing((a, b) -> c.compare(a.get(pos, Object.class), b.get(pos, Object.class)));
+        }
+        return order;
     }
-    return item;
-  }
+
+    /** Whether an attribute of this name may get a typed column of its own. */
+    private static boolean mayHaveColumn(String attribute) {
+        return TypeMapping.mayBeFieldName(attribute);
+    }
+
+    /**
+     * A column to add: {@code parent} is null for a top-level column, else the dotted path of the
+     * struct (or list of structs) that gets a new field.
+     */
+    public record Addition(String parent, String name, Type type, String doc) {
+        @Override
+        public String toString() {
+            return (parent == null ? "" : parent + ".") + name + " " + type;
+        }
+    }
+
+    /** A number column (or struct field) to widen, by a promotion Iceberg allows, so values fit it. */
+    public record Promotion(String path, Type.PrimitiveType to) {
+        @Override
+        public String toString() {
+            return path + " -> " + to;
+        }
+    }
+
+    /** What the schema needs before a run's items are written: columns to add, number columns to widen. */
+    public record SchemaChanges(List<Addition> additions, List<Promotion> promotions) {
+        public boolean isEmpty() {
+            return additions.isEmpty() && promotions.isEmpty();
+        }
+
+        public void applyTo(UpdateSchema update) {
+            additions.forEach(a -> update.addColumn(a.parent(), a.name(), a.type(), a.doc()));
+            promotions.forEach(p -> update.updateColumn(p.path(), p.to()));
+        }
+
+        @Override
+        public String toString() {
+            return "added " + additions + ", widened " + promotions;
+        }
+    }
+
+    /**
+     * The schema changes these items call for. Columns to add: new attributes (typed by the user's
+     * hint, else inferred from this run's values) and new keys of maps held in struct columns; an
+     * attribute whose name differs from an existing column only by case gets none (engines that
+     * ignore case could not tell them apart), its values go to the overflow map. Columns to widen:
+     * number columns and struct fields whose new values need a wider type (int → long, float →
+     * double, decimal precision). Nested types carry placeholder field ids from {@code ids}; Iceberg
+     * assigns the real ones.
+     */
+    public SchemaChanges schemaChanges(
+            Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints, IntSupplier ids) {
+        Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
+        for (Map<String, DdbValue> item : items) {
+            item.forEach((name, v) ->
+                    byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
+        }
+        List<Addition> added = new ArrayList<>();
+        List<Promotion> widened = new ArrayList<>();
+        Map<String, String> seenLower = new HashMap<>(columnsByLowerName);
+        for (Map.Entry<String, List<DdbValue>> e : byAttribute.entrySet()) {
+            String name = e.getKey();
+            Types.NestedField existing = schema.findField(name);
+            if (existing != null) {
+                if (!keyDdbTypes.containsKey(name) && mayHaveColumn(name)) {
+                    addNestedFields(name, existing.type(), TypeMapping.shapeOf(existing), e.getValue(), ids, added);
+                    promotions(name, existing, e.getValue(), widened);
+                }
+                continue;
+            }
+            String lower = name.toLowerCase(Locale.ROOT);
+            if (!mayHaveColumn(name) || seenLower.containsKey(lower)) {
+                continue;
+            }
+            TypeMapping.Column column =
+                    hints.containsKey(name) ? hints.get(name) : TypeMapping.infer(e.getValue(), ids);
+            if (column != null) {
+                added.add(new Addition(null, name, column.type(), column.doc()));
+                seenLower.put(lower, name);
+            }
+        }
+        return new SchemaChanges(added, widened);
+    }
+
+    private static void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {
+        String shape = TypeMapping.shapeOf(field);
+        if (shape.equals("N")) {
+            Type.PrimitiveType wider = TypeMapping.promotionFor(field.type(), values);
+            if (wider != null) {
+                out.add(new Promotion(path, wider));
+            }
+        } else if (shape.equals("M") && field.type().isStructType()) {
+            Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
+            for (DdbValue v : values) {
+                if (v instanceof DdbValue.M m) {
+                    m.fields()
+                            .forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>())
+                                    .add(x));
+                }
+            }
+            byKey.forEach((k, vs) -> {
+                Types.NestedField f = field.type().asStructType().field(k);
+                if (f != null) {
+                    promotions(path + "." + k, f, vs, out);
+                }
+            });
+        }
+    }
+
+    /** New fields for map keys a struct column (or a list of structs) has not seen before. */
+    private static void addNestedFields(
+            String path, Type type, String shape, List<DdbValue> values, IntSupplier ids, List<Addition> added) {
+        if (shape.equals("M") && type.isStructType()) {
+            Types.StructType struct = type.asStructType();
+            Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
+            for (DdbValue v : values) {
+                if (v instanceof DdbValue.M m) {
+                    m.fields()
+                            .forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>())
+                                    .add(x));
+                }
+            }
+            Map<String, List<DdbValue>> newKeys = new LinkedHashMap<>();
+            Set<String> lowerNames = new HashSet<>();
+            for (Types.NestedField f : struct.fields()) {
+                lowerNames.add(f.name().toLowerCase(Locale.ROOT));
+            }
+            byKey.forEach((k, vs) -> {
+                Types.NestedField f = struct.field(k);
+                if (f == null) {
+                    newKeys.put(k, vs);
+                } else {
+                    addNestedFields(path + "." + k, f.type(), TypeMapping.shapeOf(f), vs, ids, added);
+                }
+            });
+            for (Types.NestedField f : TypeMapping.structFields(
+                    newKeys, lowerNames, struct.fields().size(), ids)) {
+                added.add(new Addition(path, f.name(), f.type(), f.doc()));
+            }
+        } else if (shape.startsWith("L<") && type.isListType()) {
+            List<DdbValue> elements = new ArrayList<>();
+            for (DdbValue v : values) {
+                if (v instanceof DdbValue.L l) {
+                    elements.addAll(l.elements());
+                }
+            }
+            Types.NestedField element = type.asListType().fields().get(0);
+            String elementShape = shape.substring(2, shape.length() - 1);
+            addNestedFields(path + "." + element.name(), element.type(), elementShape, elements, ids, added);
+        }
+    }
+
+    /** The row for an item written by change {@code c}. */
+    public Record toRow(Change c) {
+        GenericRecord row = GenericRecord.create(schema);
+        Map<String, String> overflow = null;
+        for (Map.Entry<String, DdbValue> e : c.newImage().entrySet()) {
+            String name = e.getKey();
+            Types.NestedField column = mayHaveColumn(name) ? schema.findField(name) : null;
+            boolean exact = false;
+            if (column != null) {
+                String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
+                TypeMapping.Projection p = TypeMapping.project(e.getValue(), column.type(), shape);
+                row.setField(column.name(), p.value());
+                exact = p.exact();
+            }
+            if (!exact) {
+                if (overflow == null) {
+                    overflow = new LinkedHashMap<>();
+                }
+                overflow.put(name, DdbJson.write(e.getValue()));
+            }
+        }
+        row.setField(OVERFLOW, overflow);
+        row.setField(SEQ, SequenceNumbers.pad(c.sequenceNumber()));
+        row.setField(
+                TIME, OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
+        if (schema.findField(ITEM) != null) {
+            row.setField(ITEM, DdbJson.writeItem(c.newImage()));
+        }
+        if (schema.findField(VARIANT) != null) {
+            row.setField(VARIANT, VariantItem.of(c.newImage()));
+        }
+        return row;
+    }
+
+    /** The DynamoDB item a row holds: the inverse of {@link #toRow}. */
+    public Map<String, DdbValue> toItem(Record row) {
+        Map<String, DdbValue> item = new LinkedHashMap<>();
+        for (Types.NestedField column : schema.columns()) {
+            String name = column.name();
+            if (name.startsWith("_ddb_")) {
+                continue;
+            }
+            Object value = row.getField(name);
+            if (value != null) {
+                String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
+                item.put(name, TypeMapping.reconstruct(value, column.type(), shape));
+            }
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, String> overflow = (Map<String, String>) row.getField(OVERFLOW);
+        if (overflow != null) {
+            overflow.forEach((name, json) -> item.put(name, DdbJson.parse(json)));
+        }
+        return item;
+    }
 }

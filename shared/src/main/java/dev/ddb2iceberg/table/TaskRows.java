@@ -19,54 +19,57 @@ import org.apache.iceberg.util.ContentFileUtil;
 
 /** The live rows of one data file: read with a projection, the file's deletes applied. */
 public final class TaskRows {
-  private TaskRows() {}
+    private TaskRows() {}
 
-  /**
-   * Rows of {@code task} projected to {@code projection} (which may include metadata columns such
-   * as the row position); rows its position deletes or deletion vector remove are skipped.
-   */
-  public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema projection) {
-    GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, table.schema(), projection);
-    return deletes.filter(FormatModelRegistry
-        .<Record, Schema>readBuilder(task.file().format(), Record.class, table.io().newInputFile(task.file()))
-        .project(deletes.requiredSchema())
-        .split(task.start(), task.length())
-        .build());
-  }
-
-  /**
-   * The deletes that belong to this data file alone: its deletion vector or file-scoped position
-   * deletes (not partition-scoped ones, which also cover other files). They go with the file when
-   * it is dropped, and a new delete file of the file replaces them.
-   */
-  public static List<DeleteFile> ownDeletes(FileScanTask task) {
-    String location = task.file().location();
-    return task.deletes().stream().filter(d -> location.equals(ContentFileUtil.referencedDataFileLocation(d))).toList();
-  }
-
-  /** What {@link #withPositions} hands over: a live row, as a row of the table's schema, and its position. */
-  public interface PositionedRow {
-    void accept(long position, Record row);
-  }
-
-  /**
-   * Hands over every live row of {@code task} as a row of the table's current schema (a copy the
-   * caller may keep and change), with its position in the file.
-   */
-  public static void withPositions(Table table, FileScanTask task, PositionedRow consumer) {
-    Schema schema = table.schema();
-    List<Types.NestedField> columns = new ArrayList<>(schema.columns());
-    columns.add(MetadataColumns.ROW_POSITION);
-    try (CloseableIterable<Record> rows = read(table, task, new Schema(columns))) {
-      for (Record row : rows) {
-        GenericRecord copy = GenericRecord.create(schema);
-        for (Types.NestedField c : schema.columns()) {
-          copy.setField(c.name(), row.getField(c.name()));
-        }
-        consumer.accept((Long) row.getField(MetadataColumns.ROW_POSITION.name()), copy);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("Cannot read the rows of " + task.file().location(), e);
+    /**
+     * Rows of {@code task} projected to {@code projection} (which may include metadata columns such
+     * as the row position); rows its position deletes or deletion vector remove are skipped.
+     */
+    public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema projection) {
+        GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, table.schema(), projection);
+        return deletes.filter(FormatModelRegistry.<Record, Schema>readBuilder(
+                        task.file().format(), Record.class, table.io().newInputFile(task.file()))
+                .project(deletes.requiredSchema())
+                .split(task.start(), task.length())
+                .build());
     }
-  }
+
+    /**
+     * The deletes that belong to this data file alone: its deletion vector or file-scoped position
+     * deletes (not partition-scoped ones, which also cover other files). They go with the file when
+     * it is dropped, and a new delete file of the file replaces them.
+     */
+    public static List<DeleteFile> ownDeletes(FileScanTask task) {
+        String location = task.file().location();
+        return task.deletes().stream()
+                .filter(d -> location.equals(ContentFileUtil.referencedDataFileLocation(d)))
+                .toList();
+    }
+
+    /** What {@link #withPositions} hands over: a live row, as a row of the table's schema, and its position. */
+    public interface PositionedRow {
+        void accept(long position, Record row);
+    }
+
+    /**
+     * Hands over every live row of {@code task} as a row of the table's current schema (a copy the
+     * caller may keep and change), with its position in the file.
+     */
+    public static void withPositions(Table table, FileScanTask task, PositionedRow consumer) {
+        Schema schema = table.schema();
+        List<Types.NestedField> columns = new ArrayList<>(schema.columns());
+        columns.add(MetadataColumns.ROW_POSITION);
+        try (CloseableIterable<Record> rows = read(table, task, new Schema(columns))) {
+            for (Record row : rows) {
+                GenericRecord copy = GenericRecord.create(schema);
+                for (Types.NestedField c : schema.columns()) {
+                    copy.setField(c.name(), row.getField(c.name()));
+                }
+                consumer.accept((Long) row.getField(MetadataColumns.ROW_POSITION.name()), copy);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(
+                    "Cannot read the rows of " + task.file().location(), e);
+        }
+    }
 }

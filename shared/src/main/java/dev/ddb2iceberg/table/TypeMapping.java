@@ -1,11 +1,11 @@
 package dev.ddb2iceberg.table;
 
-import java.time.DateTimeException;
 import dev.ddb2iceberg.model.DdbValue;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.math.RoundingMode;
 import java.nio.ByteBuffer;
+import java.time.DateTimeException;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
@@ -52,509 +52,554 @@ import org.apache.iceberg.types.Types;
  * nothing is silently rounded.
  */
 public final class TypeMapping {
-  public static final String DOC_PREFIX = "ddb:";
-  /** Fields a struct column may grow to; keys beyond it stay in the overflow map. */
-  public static final int MAX_STRUCT_FIELDS = 100;
-  /** Decimal columns get at least this many decimals, so later values with more still fit. */
-  static final int MIN_DECIMAL_SCALE = 9;
+    public static final String DOC_PREFIX = "ddb:";
+    /** Fields a struct column may grow to; keys beyond it stay in the overflow map. */
+    public static final int MAX_STRUCT_FIELDS = 100;
+    /** Decimal columns get at least this many decimals, so later values with more still fit. */
+    static final int MIN_DECIMAL_SCALE = 9;
 
-  /** What {@link #keyToColumn} returns for a key value its column cannot hold. */
-  public static final Object DOES_NOT_FIT = new Object();
+    /** What {@link #keyToColumn} returns for a key value its column cannot hold. */
+    public static final Object DOES_NOT_FIT = new Object();
 
-  /** An integer exactly as Long.toString would write it: no sign on zero, no leading zeros, no exponent. */
-  private static final Pattern CANONICAL_LONG = Pattern.compile("0|-?[1-9][0-9]{0,18}");
+    /** An integer exactly as Long.toString would write it: no sign on zero, no leading zeros, no exponent. */
+    private static final Pattern CANONICAL_LONG = Pattern.compile("0|-?[1-9][0-9]{0,18}");
 
-  /** A column value and whether turning it back gives the DynamoDB value exactly. */
-  public record Projection(Object value, boolean exact) {
-    static final Projection MISFIT = new Projection(null, false);
-  }
-
-  /** A column to create: its Iceberg type and the DynamoDB shape it holds. */
-  public record Column(Type type, String shape) {
-    public String doc() {
-      return DOC_PREFIX + shape;
+    /** A column value and whether turning it back gives the DynamoDB value exactly. */
+    public record Projection(Object value, boolean exact) {
+        static final Projection MISFIT = new Projection(null, false);
     }
-  }
 
-  private TypeMapping() {}
-
-  // ------------------------------------------------------------------ shapes
-
-  /** The shape a field holds: from its doc, or (for columns without one, made by someone else) from its type. */
-  public static String shapeOf(Types.NestedField field) {
-    String doc = field.doc();
-    if (doc != null && doc.startsWith(DOC_PREFIX)) {
-      return doc.substring(DOC_PREFIX.length());
-    }
-    switch (field.type().typeId()) {
-      case INTEGER: case LONG: case DECIMAL: case FLOAT: case DOUBLE: return "N";
-      case BOOLEAN: return "BOOL";
-      case BINARY: return "B";
-      case STRUCT: return "M"; // a struct someone else added: its fields are map keys
-      case LIST: return "L<" + shapeOf(field.type().asListType().fields().get(0)) + ">";
-      default: return "S";
-    }
-  }
-
-  private static String elementShape(String listShape) {
-    return listShape.substring(2, listShape.length() - 1);
-  }
-
-  // ------------------------------------------------------------------ inference
-
-  /**
-   * The column for an attribute (or map key) first seen with these values in one run: its type is
-   * that of the first non-NULL value; values of other types will go to the overflow map. Null when
-   * nothing can be inferred yet (only NULLs, empty lists or maps): the values wait in the overflow
-   * map until a later run sees one that tells.
-   */
-  public static Column infer(List<DdbValue> values, IntSupplier ids) {
-    String type = null;
-    List<DdbValue> same = new ArrayList<>();
-    for (DdbValue v : values) {
-      if (v instanceof DdbValue.Null) {
-        continue;
-      }
-      if (type == null) {
-        type = v.typeName();
-      }
-      if (type.equals(v.typeName())) {
-        same.add(v);
-      }
-    }
-    if (type == null) {
-      return null;
-    }
-    switch (type) {
-      case "S": return new Column(Types.StringType.get(), "S");
-      case "BOOL": return new Column(Types.BooleanType.get(), "BOOL");
-      case "B": return new Column(Types.BinaryType.get(), "B");
-      case "N": return new Column(numberType(texts(same)), "N");
-      case "SS": return new Column(Types.ListType.ofOptional(ids.getAsInt(), Types.StringType.get()), "SS");
-      case "BS": return new Column(Types.ListType.ofOptional(ids.getAsInt(), Types.BinaryType.get()), "BS");
-      case "NS": {
-        List<String> all = new ArrayList<>();
-        same.forEach(v -> all.addAll(((DdbValue.NS) v).elements()));
-        return new Column(Types.ListType.ofOptional(ids.getAsInt(), numberType(all)), "NS");
-      }
-      case "M": {
-        Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
-        same.forEach(v -> ((DdbValue.M) v).fields().forEach((k, x) -> byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x)));
-        List<Types.NestedField> fields = structFields(byKey, Set.of(), 0, ids);
-        return fields.isEmpty() ? null : new Column(Types.StructType.of(fields), "M");
-      }
-      case "L": {
-        List<DdbValue> elements = new ArrayList<>();
-        same.forEach(v -> elements.addAll(((DdbValue.L) v).elements()));
-        Set<String> types = new HashSet<>();
-        elements.stream().filter(e -> !(e instanceof DdbValue.Null)).forEach(e -> types.add(e.typeName()));
-        if (types.size() > 1) {
-          return new Column(Types.StringType.get(), "JSON");
+    /** A column to create: its Iceberg type and the DynamoDB shape it holds. */
+    public record Column(Type type, String shape) {
+        public String doc() {
+            return DOC_PREFIX + shape;
         }
-        Column element = infer(elements, ids);
-        return element == null ? null
-            : new Column(Types.ListType.ofOptional(ids.getAsInt(), element.type()), "L<" + element.shape() + ">");
-      }
-      default:
-        return null;
     }
-  }
 
-  /**
-   * Fields for the map keys of one run, skipping keys that cannot be field names (empty, with a
-   * dot, equal but for case to another) and keys beyond {@link #MAX_STRUCT_FIELDS}.
-   */
-  static List<Types.NestedField> structFields(Map<String, List<DdbValue>> byKey, Set<String> existingLowerNames,
-      int existingCount, IntSupplier ids) {
-    List<Types.NestedField> fields = new ArrayList<>();
-    Set<String> lower = new HashSet<>(existingLowerNames);
-    for (Map.Entry<String, List<DdbValue>> e : byKey.entrySet()) {
-      String key = e.getKey();
-      if (!mayBeFieldName(key) || !lower.add(key.toLowerCase(Locale.ROOT))
-          || existingCount + fields.size() >= MAX_STRUCT_FIELDS) {
-        continue;
-      }
-      Column c = infer(e.getValue(), ids);
-      if (c != null) {
-        fields.add(Types.NestedField.optional(ids.getAsInt(), key, c.type(), c.doc()));
-      }
-    }
-    return fields;
-  }
+    private TypeMapping() {}
 
-  public static boolean mayBeFieldName(String name) {
-    return !name.isEmpty() && !name.contains(".") && !name.startsWith("_ddb_");
-  }
+    // ------------------------------------------------------------------ shapes
 
-  /**
-   * long when every number is an integer in range; else decimal(38, s) holding the decimals seen
-   * (at least {@value #MIN_DECIMAL_SCALE}, as far as the integer digits allow); else string.
-   */
-  static Type numberType(List<String> texts) {
-    if (texts.stream().allMatch(TypeMapping::isCanonicalLong)) {
-      return Types.LongType.get();
-    }
-    int maxScale = -1;
-    int maxIntegerDigits = 0;
-    for (String t : texts) {
-      BigDecimal d = new BigDecimal(t).stripTrailingZeros();
-      int scale = Math.max(0, d.scale());
-      int integerDigits = Math.max(0, d.precision() - d.scale());
-      if (scale + integerDigits <= 38) {
-        maxScale = Math.max(maxScale, scale);
-        maxIntegerDigits = Math.max(maxIntegerDigits, integerDigits);
-      }
-    }
-    if (maxScale < 0) {
-      return Types.StringType.get(); // no value fits any decimal: keep the exact text
-    }
-    int scale = Math.min(Math.max(maxScale, MIN_DECIMAL_SCALE), 38 - maxIntegerDigits);
-    return Types.DecimalType.of(38, Math.max(scale, 0));
-  }
-
-  private static List<String> texts(List<DdbValue> numbers) {
-    List<String> texts = new ArrayList<>();
-    numbers.forEach(v -> texts.add(((DdbValue.N) v).text()));
-    return texts;
-  }
-
-  /**
-   * The wider type a number column needs so that these values fit it exactly, by the promotions
-   * Iceberg allows (int → long, float → double, a decimal's precision up to 38 at the same scale);
-   * null when none is needed or none would help (the values then go to the overflow map).
-   */
-  public static Type.PrimitiveType promotionFor(Type current, List<DdbValue> values) {
-    switch (current.typeId()) {
-      case INTEGER: {
-        boolean needed = false;
-        for (DdbValue v : values) {
-          if (v instanceof DdbValue.N n && !number(n.text(), current).exact() && number(n.text(), Types.LongType.get()).exact()) {
-            needed = true;
-          }
+    /** The shape a field holds: from its doc, or (for columns without one, made by someone else) from its type. */
+    public static String shapeOf(Types.NestedField field) {
+        String doc = field.doc();
+        if (doc != null && doc.startsWith(DOC_PREFIX)) {
+            return doc.substring(DOC_PREFIX.length());
         }
-        return needed ? Types.LongType.get() : null;
-      }
-      case FLOAT: {
-        boolean needed = false;
-        for (DdbValue v : values) {
-          if (v instanceof DdbValue.N n && !number(n.text(), current).exact() && number(n.text(), Types.DoubleType.get()).exact()) {
-            needed = true;
-          }
+        switch (field.type().typeId()) {
+            case INTEGER:
+            case LONG:
+            case DECIMAL:
+            case FLOAT:
+            case DOUBLE:
+                return "N";
+            case BOOLEAN:
+                return "BOOL";
+            case BINARY:
+                return "B";
+            case STRUCT:
+                return "M"; // a struct someone else added: its fields are map keys
+            case LIST:
+                return "L<" + shapeOf(field.type().asListType().fields().get(0)) + ">";
+            default:
+                return "S";
         }
-        return needed ? Types.DoubleType.get() : null;
-      }
-      case DECIMAL: {
-        Types.DecimalType decimal = (Types.DecimalType) current;
-        int precision = decimal.precision();
+    }
+
+    private static String elementShape(String listShape) {
+        return listShape.substring(2, listShape.length() - 1);
+    }
+
+    // ------------------------------------------------------------------ inference
+
+    /**
+     * The column for an attribute (or map key) first seen with these values in one run: its type is
+     * that of the first non-NULL value; values of other types will go to the overflow map. Null when
+     * nothing can be inferred yet (only NULLs, empty lists or maps): the values wait in the overflow
+     * map until a later run sees one that tells.
+     */
+    public static Column infer(List<DdbValue> values, IntSupplier ids) {
+        String type = null;
+        List<DdbValue> same = new ArrayList<>();
         for (DdbValue v : values) {
-          if (v instanceof DdbValue.N n) {
-            try {
-              BigDecimal d = new BigDecimal(n.text()).setScale(decimal.scale(), RoundingMode.UNNECESSARY);
-              if (d.precision() <= 38) {
-                precision = Math.max(precision, d.precision());
-              }
-            } catch (ArithmeticException tooManyDecimals) {
-              // a scale cannot grow: this value stays in the overflow map
+            if (v instanceof DdbValue.Null) {
+                continue;
             }
-          }
+            if (type == null) {
+                type = v.typeName();
+            }
+            if (type.equals(v.typeName())) {
+                same.add(v);
+            }
         }
-        return precision > decimal.precision() ? Types.DecimalType.of(precision, decimal.scale()) : null;
-      }
-      default:
-        return null;
+        if (type == null) {
+            return null;
+        }
+        switch (type) {
+            case "S":
+                return new Column(Types.StringType.get(), "S");
+            case "BOOL":
+                return new Column(Types.BooleanType.get(), "BOOL");
+            case "B":
+                return new Column(Types.BinaryType.get(), "B");
+            case "N":
+                return new Column(numberType(texts(same)), "N");
+            case "SS":
+                return new Column(Types.ListType.ofOptional(ids.getAsInt(), Types.StringType.get()), "SS");
+            case "BS":
+                return new Column(Types.ListType.ofOptional(ids.getAsInt(), Types.BinaryType.get()), "BS");
+            case "NS": {
+                List<String> all = new ArrayList<>();
+                same.forEach(v -> all.addAll(((DdbValue.NS) v).elements()));
+                return new Column(Types.ListType.ofOptional(ids.getAsInt(), numberType(all)), "NS");
+            }
+            case "M": {
+                Map<String, List<DdbValue>> byKey = new LinkedHashMap<>();
+                same.forEach(v -> ((DdbValue.M) v)
+                        .fields()
+                        .forEach((k, x) ->
+                                byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x)));
+                List<Types.NestedField> fields = structFields(byKey, Set.of(), 0, ids);
+                return fields.isEmpty() ? null : new Column(Types.StructType.of(fields), "M");
+            }
+            case "L": {
+                List<DdbValue> elements = new ArrayList<>();
+                same.forEach(v -> elements.addAll(((DdbValue.L) v).elements()));
+                Set<String> types = new HashSet<>();
+                elements.stream().filter(e -> !(e instanceof DdbValue.Null)).forEach(e -> types.add(e.typeName()));
+                if (types.size() > 1) {
+                    return new Column(Types.StringType.get(), "JSON");
+                }
+                Column element = infer(elements, ids);
+                return element == null
+                        ? null
+                        : new Column(
+                                Types.ListType.ofOptional(ids.getAsInt(), element.type()),
+                                "L<" + element.shape() + ">");
+            }
+            default:
+                return null;
+        }
     }
-  }
 
-  // ------------------------------------------------------------------ DynamoDB → column
-
-  /** The column value of {@code v} in a column of {@code type} holding {@code shape}. */
-  public static Projection project(DdbValue v, Type type, String shape) {
-    if (v instanceof DdbValue.Null) {
-      return Projection.MISFIT;
+    /**
+     * Fields for the map keys of one run, skipping keys that cannot be field names (empty, with a
+     * dot, equal but for case to another) and keys beyond {@link #MAX_STRUCT_FIELDS}.
+     */
+    static List<Types.NestedField> structFields(
+            Map<String, List<DdbValue>> byKey, Set<String> existingLowerNames, int existingCount, IntSupplier ids) {
+        List<Types.NestedField> fields = new ArrayList<>();
+        Set<String> lower = new HashSet<>(existingLowerNames);
+        for (Map.Entry<String, List<DdbValue>> e : byKey.entrySet()) {
+            String key = e.getKey();
+            if (!mayBeFieldName(key)
+                    || !lower.add(key.toLowerCase(Locale.ROOT))
+                    || existingCount + fields.size() >= MAX_STRUCT_FIELDS) {
+                continue;
+            }
+            Column c = infer(e.getValue(), ids);
+            if (c != null) {
+                fields.add(Types.NestedField.optional(ids.getAsInt(), key, c.type(), c.doc()));
+            }
+        }
+        return fields;
     }
-    switch (shape) {
-      case "S":
-        return v instanceof DdbValue.S s && type.typeId() == Type.TypeID.STRING ? exact(s.value()) : Projection.MISFIT;
-      case "BOOL":
-        return v instanceof DdbValue.Bool b ? exact(b.value()) : Projection.MISFIT;
-      case "B":
-        return v instanceof DdbValue.B b ? exact(ByteBuffer.wrap(b.bytes())) : Projection.MISFIT;
-      case "N":
-        return v instanceof DdbValue.N n ? number(n.text(), type) : Projection.MISFIT;
-      case "SS":
-        return v instanceof DdbValue.SS s ? exact(new ArrayList<>(s.elements())) : Projection.MISFIT;
-      case "BS": {
-        if (!(v instanceof DdbValue.BS s)) {
-          return Projection.MISFIT;
+
+    public static boolean mayBeFieldName(String name) {
+        return !name.isEmpty() && !name.contains(".") && !name.startsWith("_ddb_");
+    }
+
+    /**
+     * long when every number is an integer in range; else decimal(38, s) holding the decimals seen
+     * (at least {@value #MIN_DECIMAL_SCALE}, as far as the integer digits allow); else string.
+     */
+    static Type numberType(List<String> texts) {
+        if (texts.stream().allMatch(TypeMapping::isCanonicalLong)) {
+            return Types.LongType.get();
         }
-        List<Object> list = new ArrayList<>();
-        s.elements().forEach(b -> list.add(ByteBuffer.wrap(b)));
-        return exact(list);
-      }
-      case "NS": {
-        if (!(v instanceof DdbValue.NS s)) {
-          return Projection.MISFIT;
+        int maxScale = -1;
+        int maxIntegerDigits = 0;
+        for (String t : texts) {
+            BigDecimal d = new BigDecimal(t).stripTrailingZeros();
+            int scale = Math.max(0, d.scale());
+            int integerDigits = Math.max(0, d.precision() - d.scale());
+            if (scale + integerDigits <= 38) {
+                maxScale = Math.max(maxScale, scale);
+                maxIntegerDigits = Math.max(maxIntegerDigits, integerDigits);
+            }
         }
-        Type element = type.asListType().elementType();
-        List<Object> list = new ArrayList<>();
-        for (String text : s.elements()) {
-          Projection p = number(text, element);
-          if (!p.exact()) {
-            return Projection.MISFIT; // a set with a hole would be another set
-          }
-          list.add(p.value());
+        if (maxScale < 0) {
+            return Types.StringType.get(); // no value fits any decimal: keep the exact text
         }
-        return exact(list);
-      }
-      case "M":
-        return v instanceof DdbValue.M m ? struct(m, type.asStructType()) : Projection.MISFIT;
-      case "JSON":
-        if (v instanceof DdbValue.L || v instanceof DdbValue.M) {
-          String json = PlainJson.write(v);
-          return new Projection(json, PlainJson.parse(json).equals(v));
+        int scale = Math.min(Math.max(maxScale, MIN_DECIMAL_SCALE), 38 - maxIntegerDigits);
+        return Types.DecimalType.of(38, Math.max(scale, 0));
+    }
+
+    private static List<String> texts(List<DdbValue> numbers) {
+        List<String> texts = new ArrayList<>();
+        numbers.forEach(v -> texts.add(((DdbValue.N) v).text()));
+        return texts;
+    }
+
+    /**
+     * The wider type a number column needs so that these values fit it exactly, by the promotions
+     * Iceberg allows (int → long, float → double, a decimal's precision up to 38 at the same scale);
+     * null when none is needed or none would help (the values then go to the overflow map).
+     */
+    public static Type.PrimitiveType promotionFor(Type current, List<DdbValue> values) {
+        switch (current.typeId()) {
+            case INTEGER: {
+                boolean needed = false;
+                for (DdbValue v : values) {
+                    if (v instanceof DdbValue.N n
+                            && !number(n.text(), current).exact()
+                            && number(n.text(), Types.LongType.get()).exact()) {
+                        needed = true;
+                    }
+                }
+                return needed ? Types.LongType.get() : null;
+            }
+            case FLOAT: {
+                boolean needed = false;
+                for (DdbValue v : values) {
+                    if (v instanceof DdbValue.N n
+                            && !number(n.text(), current).exact()
+                            && number(n.text(), Types.DoubleType.get()).exact()) {
+                        needed = true;
+                    }
+                }
+                return needed ? Types.DoubleType.get() : null;
+            }
+            case DECIMAL: {
+                Types.DecimalType decimal = (Types.DecimalType) current;
+                int precision = decimal.precision();
+                for (DdbValue v : values) {
+                    if (v instanceof DdbValue.N n) {
+                        try {
+                            BigDecimal d = new BigDecimal(n.text()).setScale(decimal.scale(), RoundingMode.UNNECESSARY);
+                            if (d.precision() <= 38) {
+                                precision = Math.max(precision, d.precision());
+                            }
+                        } catch (ArithmeticException tooManyDecimals) {
+                            // a scale cannot grow: this value stays in the overflow map
+                        }
+                    }
+                }
+                return precision > decimal.precision() ? Types.DecimalType.of(precision, decimal.scale()) : null;
+            }
+            default:
+                return null;
         }
-        return Projection.MISFIT;
-      case "N@epoch_millis":
-        return v instanceof DdbValue.N n && isCanonicalLong(n.text())
-            ? timestamp(Instant.ofEpochMilli(Long.parseLong(n.text())), true) : Projection.MISFIT;
-      case "N@epoch_seconds":
-        return v instanceof DdbValue.N n ? epochSeconds(n.text()) : Projection.MISFIT;
-      case "S@iso8601":
-        return v instanceof DdbValue.S s ? iso8601(s.value()) : Projection.MISFIT;
-      default:
-        if (shape.startsWith("L<") && v instanceof DdbValue.L l) {
-          String elementShape = elementShape(shape);
-          Type element = type.asListType().elementType();
-          List<Object> list = new ArrayList<>();
-          boolean exact = true;
-          for (DdbValue e : l.elements()) {
-            Projection p = project(e, element, elementShape);
-            list.add(p.value());
+    }
+
+    // ------------------------------------------------------------------ DynamoDB → column
+
+    /** The column value of {@code v} in a column of {@code type} holding {@code shape}. */
+    public static Projection project(DdbValue v, Type type, String shape) {
+        if (v instanceof DdbValue.Null) {
+            return Projection.MISFIT;
+        }
+        switch (shape) {
+            case "S":
+                return v instanceof DdbValue.S s && type.typeId() == Type.TypeID.STRING
+                        ? exact(s.value())
+                        : Projection.MISFIT;
+            case "BOOL":
+                return v instanceof DdbValue.Bool b ? exact(b.value()) : Projection.MISFIT;
+            case "B":
+                return v instanceof DdbValue.B b ? exact(ByteBuffer.wrap(b.bytes())) : Projection.MISFIT;
+            case "N":
+                return v instanceof DdbValue.N n ? number(n.text(), type) : Projection.MISFIT;
+            case "SS":
+                return v instanceof DdbValue.SS s ? exact(new ArrayList<>(s.elements())) : Projection.MISFIT;
+            case "BS": {
+                if (!(v instanceof DdbValue.BS s)) {
+                    return Projection.MISFIT;
+                }
+                List<Object> list = new ArrayList<>();
+                s.elements().forEach(b -> list.add(ByteBuffer.wrap(b)));
+                return exact(list);
+            }
+            case "NS": {
+                if (!(v instanceof DdbValue.NS s)) {
+                    return Projection.MISFIT;
+                }
+                Type element = type.asListType().elementType();
+                List<Object> list = new ArrayList<>();
+                for (String text : s.elements()) {
+                    Projection p = number(text, element);
+                    if (!p.exact()) {
+                        return Projection.MISFIT; // a set with a hole would be another set
+                    }
+                    list.add(p.value());
+                }
+                return exact(list);
+            }
+            case "M":
+                return v instanceof DdbValue.M m ? struct(m, type.asStructType()) : Projection.MISFIT;
+            case "JSON":
+                if (v instanceof DdbValue.L || v instanceof DdbValue.M) {
+                    String json = PlainJson.write(v);
+                    return new Projection(json, PlainJson.parse(json).equals(v));
+                }
+                return Projection.MISFIT;
+            case "N@epoch_millis":
+                return v instanceof DdbValue.N n && isCanonicalLong(n.text())
+                        ? timestamp(Instant.ofEpochMilli(Long.parseLong(n.text())), true)
+                        : Projection.MISFIT;
+            case "N@epoch_seconds":
+                return v instanceof DdbValue.N n ? epochSeconds(n.text()) : Projection.MISFIT;
+            case "S@iso8601":
+                return v instanceof DdbValue.S s ? iso8601(s.value()) : Projection.MISFIT;
+            default:
+                if (shape.startsWith("L<") && v instanceof DdbValue.L l) {
+                    String elementShape = elementShape(shape);
+                    Type element = type.asListType().elementType();
+                    List<Object> list = new ArrayList<>();
+                    boolean exact = true;
+                    for (DdbValue e : l.elements()) {
+                        Projection p = project(e, element, elementShape);
+                        list.add(p.value());
+                        exact &= p.exact();
+                    }
+                    return new Projection(list, exact);
+                }
+                return Projection.MISFIT;
+        }
+    }
+
+    private static Projection exact(Object value) {
+        return new Projection(value, true);
+    }
+
+    private static Projection struct(DdbValue.M m, Types.StructType type) {
+        Record record = GenericRecord.create(type);
+        boolean exact = true;
+        for (Map.Entry<String, DdbValue> e : m.fields().entrySet()) {
+            Types.NestedField field = type.field(e.getKey());
+            if (field == null) {
+                exact = false;
+                continue;
+            }
+            Projection p = project(e.getValue(), field.type(), shapeOf(field));
+            record.setField(field.name(), p.value());
             exact &= p.exact();
-          }
-          return new Projection(list, exact);
         }
-        return Projection.MISFIT;
+        return new Projection(record, exact);
     }
-  }
 
-  private static Projection exact(Object value) {
-    return new Projection(value, true);
-  }
-
-  private static Projection struct(DdbValue.M m, Types.StructType type) {
-    Record record = GenericRecord.create(type);
-    boolean exact = true;
-    for (Map.Entry<String, DdbValue> e : m.fields().entrySet()) {
-      Types.NestedField field = type.field(e.getKey());
-      if (field == null) {
-        exact = false;
-        continue;
-      }
-      Projection p = project(e.getValue(), field.type(), shapeOf(field));
-      record.setField(field.name(), p.value());
-      exact &= p.exact();
+    private static Projection number(String text, Type type) {
+        switch (type.typeId()) {
+            case LONG:
+                return isCanonicalLong(text) ? exact(Long.parseLong(text)) : Projection.MISFIT;
+            case INTEGER: { // a column someone else made; ours are long
+                if (!isCanonicalLong(text)) {
+                    return Projection.MISFIT;
+                }
+                long l = Long.parseLong(text);
+                return l == (int) l ? exact((int) l) : Projection.MISFIT;
+            }
+            case FLOAT: {
+                float f = Float.parseFloat(text);
+                return Float.isInfinite(f)
+                        ? Projection.MISFIT
+                        : new Projection(
+                                f, numberText(new BigDecimal(Float.toString(f))).equals(text));
+            }
+            case STRING:
+                return exact(text);
+            case DOUBLE: {
+                double d = Double.parseDouble(text);
+                if (Double.isInfinite(d)) {
+                    return Projection.MISFIT;
+                }
+                return new Projection(
+                        d, numberText(new BigDecimal(Double.toString(d))).equals(text));
+            }
+            case DECIMAL: {
+                Types.DecimalType decimal = (Types.DecimalType) type;
+                BigDecimal d = new BigDecimal(text);
+                try {
+                    d = d.setScale(decimal.scale(), RoundingMode.UNNECESSARY);
+                } catch (ArithmeticException tooManyDecimals) {
+                    return Projection.MISFIT;
+                }
+                if (d.precision() > decimal.precision()) {
+                    return Projection.MISFIT;
+                }
+                return new Projection(d, numberText(d).equals(text));
+            }
+            default:
+                return Projection.MISFIT;
+        }
     }
-    return new Projection(record, exact);
-  }
 
-  private static Projection number(String text, Type type) {
-    switch (type.typeId()) {
-      case LONG:
-        return isCanonicalLong(text) ? exact(Long.parseLong(text)) : Projection.MISFIT;
-      case INTEGER: { // a column someone else made; ours are long
-        if (!isCanonicalLong(text)) {
-          return Projection.MISFIT;
-        }
-        long l = Long.parseLong(text);
-        return l == (int) l ? exact((int) l) : Projection.MISFIT;
-      }
-      case FLOAT: {
-        float f = Float.parseFloat(text);
-        return Float.isInfinite(f) ? Projection.MISFIT
-            : new Projection(f, numberText(new BigDecimal(Float.toString(f))).equals(text));
-      }
-      case STRING:
-        return exact(text);
-      case DOUBLE: {
-        double d = Double.parseDouble(text);
-        if (Double.isInfinite(d)) {
-          return Projection.MISFIT;
-        }
-        return new Projection(d, numberText(new BigDecimal(Double.toString(d))).equals(text));
-      }
-      case DECIMAL: {
-        Types.DecimalType decimal = (Types.DecimalType) type;
-        BigDecimal d = new BigDecimal(text);
+    private static Projection timestamp(Instant instant, boolean exact) {
+        return new Projection(OffsetDateTime.ofInstant(instant, ZoneOffset.UTC), exact);
+    }
+
+    private static Projection epochSeconds(String text) {
+        BigDecimal micros = new BigDecimal(text).movePointRight(6);
         try {
-          d = d.setScale(decimal.scale(), RoundingMode.UNNECESSARY);
-        } catch (ArithmeticException tooManyDecimals) {
-          return Projection.MISFIT;
+            long m = micros.longValueExact();
+            Instant t = Instant.EPOCH.plus(m, ChronoUnit.MICROS);
+            return timestamp(t, epochSecondsText(t).equals(text));
+        } catch (ArithmeticException | DateTimeException notWholeMicrosOrOutOfRange) {
+            return Projection.MISFIT;
         }
-        if (d.precision() > decimal.precision()) {
-          return Projection.MISFIT;
-        }
-        return new Projection(d, numberText(d).equals(text));
-      }
-      default:
-        return Projection.MISFIT;
     }
-  }
 
-  private static Projection timestamp(Instant instant, boolean exact) {
-    return new Projection(OffsetDateTime.ofInstant(instant, ZoneOffset.UTC), exact);
-  }
-
-  private static Projection epochSeconds(String text) {
-    BigDecimal micros = new BigDecimal(text).movePointRight(6);
-    try {
-      long m = micros.longValueExact();
-      Instant t = Instant.EPOCH.plus(m, ChronoUnit.MICROS);
-      return timestamp(t, epochSecondsText(t).equals(text));
-    } catch (ArithmeticException | DateTimeException notWholeMicrosOrOutOfRange) {
-      return Projection.MISFIT;
-    }
-  }
-
-  private static Projection iso8601(String text) {
-    Instant t;
-    try {
-      t = OffsetDateTime.parse(text).toInstant();
-    } catch (DateTimeParseException e1) {
-      try {
-        t = LocalDateTime.parse(text).toInstant(ZoneOffset.UTC);
-      } catch (DateTimeParseException e2) {
+    private static Projection iso8601(String text) {
+        Instant t;
         try {
-          t = LocalDate.parse(text).atStartOfDay().toInstant(ZoneOffset.UTC);
-        } catch (DateTimeParseException e3) {
-          return Projection.MISFIT;
+            t = OffsetDateTime.parse(text).toInstant();
+        } catch (DateTimeParseException e1) {
+            try {
+                t = LocalDateTime.parse(text).toInstant(ZoneOffset.UTC);
+            } catch (DateTimeParseException e2) {
+                try {
+                    t = LocalDate.parse(text).atStartOfDay().toInstant(ZoneOffset.UTC);
+                } catch (DateTimeParseException e3) {
+                    return Projection.MISFIT;
+                }
+            }
         }
-      }
+        return timestamp(t, t.toString().equals(text));
     }
-    return timestamp(t, t.toString().equals(text));
-  }
 
-  // ------------------------------------------------------------------ column → DynamoDB
+    // ------------------------------------------------------------------ column → DynamoDB
 
-  /** The DynamoDB value of a non-null column value: the inverse of an exact {@link #project}. */
-  public static DdbValue reconstruct(Object value, Type type, String shape) {
-    switch (shape) {
-      case "S": return new DdbValue.S(value.toString());
-      case "BOOL": return new DdbValue.Bool((Boolean) value);
-      case "B": return new DdbValue.B(bytes((ByteBuffer) value));
-      case "N": return new DdbValue.N(numberText(value));
-      case "SS": {
-        List<String> s = new ArrayList<>();
-        ((List<?>) value).forEach(e -> s.add(e.toString()));
-        return new DdbValue.SS(s);
-      }
-      case "NS": {
-        List<String> s = new ArrayList<>();
-        ((List<?>) value).forEach(e -> s.add(numberText(e)));
-        return new DdbValue.NS(s);
-      }
-      case "BS": {
-        List<byte[]> s = new ArrayList<>();
-        ((List<?>) value).forEach(e -> s.add(bytes((ByteBuffer) e)));
-        return new DdbValue.BS(s);
-      }
-      case "M": {
-        Record record = (Record) value;
-        Map<String, DdbValue> m = new LinkedHashMap<>();
-        for (Types.NestedField f : type.asStructType().fields()) {
-          Object x = record.getField(f.name());
-          if (x != null) {
-            m.put(f.name(), reconstruct(x, f.type(), shapeOf(f)));
-          }
+    /** The DynamoDB value of a non-null column value: the inverse of an exact {@link #project}. */
+    public static DdbValue reconstruct(Object value, Type type, String shape) {
+        switch (shape) {
+            case "S":
+                return new DdbValue.S(value.toString());
+            case "BOOL":
+                return new DdbValue.Bool((Boolean) value);
+            case "B":
+                return new DdbValue.B(bytes((ByteBuffer) value));
+            case "N":
+                return new DdbValue.N(numberText(value));
+            case "SS": {
+                List<String> s = new ArrayList<>();
+                ((List<?>) value).forEach(e -> s.add(e.toString()));
+                return new DdbValue.SS(s);
+            }
+            case "NS": {
+                List<String> s = new ArrayList<>();
+                ((List<?>) value).forEach(e -> s.add(numberText(e)));
+                return new DdbValue.NS(s);
+            }
+            case "BS": {
+                List<byte[]> s = new ArrayList<>();
+                ((List<?>) value).forEach(e -> s.add(bytes((ByteBuffer) e)));
+                return new DdbValue.BS(s);
+            }
+            case "M": {
+                Record record = (Record) value;
+                Map<String, DdbValue> m = new LinkedHashMap<>();
+                for (Types.NestedField f : type.asStructType().fields()) {
+                    Object x = record.getField(f.name());
+                    if (x != null) {
+                        m.put(f.name(), reconstruct(x, f.type(), shapeOf(f)));
+                    }
+                }
+                return new DdbValue.M(m);
+            }
+            case "JSON":
+                return PlainJson.parse(value.toString());
+            case "N@epoch_millis":
+                return new DdbValue.N(
+                        Long.toString(((OffsetDateTime) value).toInstant().toEpochMilli()));
+            case "N@epoch_seconds":
+                return new DdbValue.N(epochSecondsText(((OffsetDateTime) value).toInstant()));
+            case "S@iso8601":
+                return new DdbValue.S(((OffsetDateTime) value).toInstant().toString());
+            default: {
+                String elementShape = elementShape(shape);
+                Type element = type.asListType().elementType();
+                List<DdbValue> l = new ArrayList<>();
+                for (Object e : (List<?>) value) {
+                    l.add(e == null ? DdbValue.Null.INSTANCE : reconstruct(e, element, elementShape));
+                }
+                return new DdbValue.L(l);
+            }
         }
-        return new DdbValue.M(m);
-      }
-      case "JSON": return PlainJson.parse(value.toString());
-      case "N@epoch_millis": return new DdbValue.N(Long.toString(((OffsetDateTime) value).toInstant().toEpochMilli()));
-      case "N@epoch_seconds": return new DdbValue.N(epochSecondsText(((OffsetDateTime) value).toInstant()));
-      case "S@iso8601": return new DdbValue.S(((OffsetDateTime) value).toInstant().toString());
-      default: {
-        String elementShape = elementShape(shape);
-        Type element = type.asListType().elementType();
-        List<DdbValue> l = new ArrayList<>();
-        for (Object e : (List<?>) value) {
-          l.add(e == null ? DdbValue.Null.INSTANCE : reconstruct(e, element, elementShape));
+    }
+
+    /** A number as DynamoDB writes it: plain, no trailing zeros after the point. */
+    private static String numberText(Object value) {
+        if (value instanceof Long || value instanceof Integer) {
+            return value.toString();
         }
-        return new DdbValue.L(l);
-      }
+        if (value instanceof Float f) {
+            return numberText(new BigDecimal(Float.toString(f)));
+        }
+        if (value instanceof Double d) {
+            return numberText(new BigDecimal(Double.toString(d)));
+        }
+        if (value instanceof BigDecimal d) {
+            return d.signum() == 0 ? "0" : d.stripTrailingZeros().toPlainString();
+        }
+        return value.toString(); // exact text in a string column
     }
-  }
 
-  /** A number as DynamoDB writes it: plain, no trailing zeros after the point. */
-  private static String numberText(Object value) {
-    if (value instanceof Long || value instanceof Integer) {
-      return value.toString();
+    private static String epochSecondsText(Instant t) {
+        BigDecimal seconds = new BigDecimal(
+                BigInteger.valueOf(t.getEpochSecond())
+                        .multiply(BigInteger.valueOf(1_000_000))
+                        .add(BigInteger.valueOf(t.getNano() / 1000)),
+                6);
+        return numberText(seconds);
     }
-    if (value instanceof Float f) {
-      return numberText(new BigDecimal(Float.toString(f)));
-    }
-    if (value instanceof Double d) {
-      return numberText(new BigDecimal(Double.toString(d)));
-    }
-    if (value instanceof BigDecimal d) {
-      return d.signum() == 0 ? "0" : d.stripTrailingZeros().toPlainString();
-    }
-    return value.toString(); // exact text in a string column
-  }
 
-  private static String epochSecondsText(Instant t) {
-    BigDecimal seconds = new BigDecimal(BigInteger.valueOf(t.getEpochSecond()).multiply(BigInteger.valueOf(1_000_000))
-        .add(BigInteger.valueOf(t.getNano() / 1000)), 6);
-    return numberText(seconds);
-  }
-
-  private static byte[] bytes(ByteBuffer buffer) {
-    ByteBuffer b = buffer.duplicate();
-    byte[] bytes = new byte[b.remaining()];
-    b.get(bytes);
-    return bytes;
-  }
-
-  // ------------------------------------------------------------------ keys
-
-  /**
-   * The type of a key column. Keys must always have a column, so an N key whose first value is
-   * not a plain integer is kept as its exact decimal text.
-   */
-  public static Type keyColumnTypeFor(DdbValue v) {
-    if (v instanceof DdbValue.N n) {
-      return isCanonicalLong(n.text()) ? Types.LongType.get() : Types.StringType.get();
-    } else if (v instanceof DdbValue.B) {
-      return Types.BinaryType.get();
-    } else if (v instanceof DdbValue.S) {
-      return Types.StringType.get();
+    private static byte[] bytes(ByteBuffer buffer) {
+        ByteBuffer b = buffer.duplicate();
+        byte[] bytes = new byte[b.remaining()];
+        b.get(bytes);
+        return bytes;
     }
-    throw new IllegalArgumentException("a DynamoDB key attribute is S, N or B, not " + v.typeName());
-  }
 
-  /** The column value of key value {@code v} of DynamoDB type {@code ddbType}, or {@link #DOES_NOT_FIT}. */
-  public static Object keyToColumn(Type type, String ddbType, DdbValue v) {
-    if (!ddbType.equals(v.typeName())) {
-      return DOES_NOT_FIT;
-    }
-    Projection p = project(v, type, ddbType);
-    return p.exact() ? p.value() : DOES_NOT_FIT;
-  }
+    // ------------------------------------------------------------------ keys
 
-  /** The DynamoDB value of a key column's value. */
-  public static DdbValue keyFromColumn(String ddbType, Object value) {
-    return reconstruct(value, null, ddbType);
-  }
+    /**
+     * The type of a key column. Keys must always have a column, so an N key whose first value is
+     * not a plain integer is kept as its exact decimal text.
+     */
+    public static Type keyColumnTypeFor(DdbValue v) {
+        if (v instanceof DdbValue.N n) {
+            return isCanonicalLong(n.text()) ? Types.LongType.get() : Types.StringType.get();
+        } else if (v instanceof DdbValue.B) {
+            return Types.BinaryType.get();
+        } else if (v instanceof DdbValue.S) {
+            return Types.StringType.get();
+        }
+        throw new IllegalArgumentException("a DynamoDB key attribute is S, N or B, not " + v.typeName());
+    }
 
-  public static boolean isCanonicalLong(String text) {
-    if (!CANONICAL_LONG.matcher(text).matches()) {
-      return false;
+    /** The column value of key value {@code v} of DynamoDB type {@code ddbType}, or {@link #DOES_NOT_FIT}. */
+    public static Object keyToColumn(Type type, String ddbType, DdbValue v) {
+        if (!ddbType.equals(v.typeName())) {
+            return DOES_NOT_FIT;
+        }
+        Projection p = project(v, type, ddbType);
+        return p.exact() ? p.value() : DOES_NOT_FIT;
     }
-    try {
-      Long.parseLong(text);
-      return true;
-    } catch (NumberFormatException e) {
-      return false; // 19 digits beyond Long's range
+
+    /** The DynamoDB value of a key column's value. */
+    public static DdbValue keyFromColumn(String ddbType, Object value) {
+        return reconstruct(value, null, ddbType);
     }
-  }
+
+    public static boolean isCanonicalLong(String text) {
+        if (!CANONICAL_LONG.matcher(text).matches()) {
+            return false;
+        }
+        try {
+            Long.parseLong(text);
+            return true;
+        } catch (NumberFormatException e) {
+            return false; // 19 digits beyond Long's range
+        }
+    }
 }

@@ -13,32 +13,32 @@ import org.junit.jupiter.api.Test;
 
 /** The catalogue is complete and agrees with the defaults the library's own records declare. */
 class SettingsTest {
-  private static final Environment EMPTY = new Environment(Map.of());
+    private static final Environment EMPTY = new Environment(Map.of());
 
-  @Test
-  void everyEntryHasANameADescriptionAndAChoiceDefaultThatIsOneOfItsChoices() {
-    assertTrue(Settings.all().size() > 50, "settings: " + Settings.all().size());
-    for (Setting s : Settings.all()) {
-      assertTrue(s.name().matches("[A-Z][A-Z0-9_]+"), s.name());
-      assertFalse(s.description().isBlank(), s.name());
-      assertEquals(s, Settings.byName(s.name()));
-      if (!s.choices().isEmpty() && s.defaultValue() != null) {
-        assertTrue(s.choices().contains(s.defaultValue()), s.name() + ": default " + s.defaultValue());
-      }
+    @Test
+    void everyEntryHasANameADescriptionAndAChoiceDefaultThatIsOneOfItsChoices() {
+        assertTrue(Settings.all().size() > 50, "settings: " + Settings.all().size());
+        for (Setting s : Settings.all()) {
+            assertTrue(s.name().matches("[A-Z][A-Z0-9_]+"), s.name());
+            assertFalse(s.description().isBlank(), s.name());
+            assertEquals(s, Settings.byName(s.name()));
+            if (!s.choices().isEmpty() && s.defaultValue() != null) {
+                assertTrue(s.choices().contains(s.defaultValue()), s.name() + ": default " + s.defaultValue());
+            }
+        }
+        assertNull(Settings.byName("MERGE_MODES"));
     }
-    assertNull(Settings.byName("MERGE_MODES"));
-  }
 
-  @Test
-  void theCataloguesDefaultsAreTheLibrarysDefaults() {
-    assertEquals(ContinuousMerge.Settings.DEFAULTS, ContinuousMerge.Settings.from(EMPTY));
-    assertEquals(MaintenanceOptions.DEFAULTS, MaintenanceOptions.from(EMPTY));
-    assertEquals(RemovalPolicy.DEFAULT, RemovalPolicy.from(EMPTY));
-    MergeOptions read = MergeOptions.from(EMPTY);
-    MergeOptions defaults = MergeOptions.DEFAULTS;
-    // KEY_INDEX_CACHE_MB is read in whole MB: compare the rest.
-    assertEquals(defaults.withoutKeyIndexCache(), read.withoutKeyIndexCache());
-    assertEquals(defaults.keyIndexCacheBytes() >> 20, read.keyIndexCacheBytes() >> 20);
-    assertEquals("ddb2iceberg", CatalogSettings.DEFAULT_NAME);
-  }
+    @Test
+    void theCataloguesDefaultsAreTheLibrarysDefaults() {
+        assertEquals(ContinuousMerge.Settings.DEFAULTS, ContinuousMerge.Settings.from(EMPTY));
+        assertEquals(MaintenanceOptions.DEFAULTS, MaintenanceOptions.from(EMPTY));
+        assertEquals(RemovalPolicy.DEFAULT, RemovalPolicy.from(EMPTY));
+        MergeOptions read = MergeOptions.from(EMPTY);
+        MergeOptions defaults = MergeOptions.DEFAULTS;
+        // KEY_INDEX_CACHE_MB is read in whole MB: compare the rest.
+        assertEquals(defaults.withoutKeyIndexCache(), read.withoutKeyIndexCache());
+        assertEquals(defaults.keyIndexCacheBytes() >> 20, read.keyIndexCacheBytes() >> 20);
+        assertEquals("ddb2iceberg", CatalogSettings.DEFAULT_NAME);
+    }
 }

@@ -34,85 +34,90 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 @ExtendWith(S3ServerExtension.class)
 class ExportFileRereadTest {
 
-  /** The real client, except that the first {@code cuts} reads of a data file end with an IOException after 4 KB. */
-  private static S3Client cutting(S3Client real, int cuts, AtomicInteger gets) {
-    return new S3Client() {
-      @Override
-      public ResponseInputStream<GetObjectResponse> getObject(GetObjectRequest request) {
-        ResponseInputStream<GetObjectResponse> in = real.getObject(request);
-        if (!request.key().contains("/data/") || gets.incrementAndGet() > cuts) {
-          return in;
-        }
-        InputStream cut = new FilterInputStream(in) {
-          private long read;
+    /** The real client, except that the first {@code cuts} reads of a data file end with an IOException after 4 KB. */
+    private static S3Client cutting(S3Client real, int cuts, AtomicInteger gets) {
+        return new S3Client() {
+            @Override
+            public ResponseInputStream<GetObjectResponse> getObject(GetObjectRequest request) {
+                ResponseInputStream<GetObjectResponse> in = real.getObject(request);
+                if (!request.key().contains("/data/") || gets.incrementAndGet() > cuts) {
+                    return in;
+                }
+                InputStream cut = new FilterInputStream(in) {
+                    private long read;
 
-          @Override
-          public int read(byte[] b, int off, int len) throws IOException {
-            if (read >= 4096) {
-              throw new IOException("Connection reset (injected)");
+                    @Override
+                    public int read(byte[] b, int off, int len) throws IOException {
+                        if (read >= 4096) {
+                            throw new IOException("Connection reset (injected)");
+                        }
+                        int n = super.read(b, off, (int) Math.min(len, 4096 - read));
+                        read += Math.max(0, n);
+                        return n;
+                    }
+                };
+                return new ResponseInputStream<>(in.response(), cut);
             }
-            int n = super.read(b, off, (int) Math.min(len, 4096 - read));
-            read += Math.max(0, n);
-            return n;
-          }
+
+            @Override
+            public String serviceName() {
+                return real.serviceName();
+            }
+
+            @Override
+            public void close() {
+                real.close();
+            }
         };
-        return new ResponseInputStream<>(in.response(), cut);
-      }
-
-      @Override
-      public String serviceName() {
-        return real.serviceName();
-      }
-
-      @Override
-      public void close() {
-        real.close();
-      }
-    };
-  }
-
-  private static List<Map<String, DdbValue>> items(int n) {
-    List<Map<String, DdbValue>> items = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      items.add(Map.of("pk", new DdbValue.S("k" + i), "note", new DdbValue.S("item number " + i + " of the export")));
     }
-    return items;
-  }
 
-  @Test
-  void aReadCutShortIsReadAgainFromWhereItStoppedAndEveryItemComesOnce(EmbeddedS3Server server) {
-    String bucket = S3ServerExtension.newBucket(server);
-    String location = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
-        .writeFull("01764000000000-r", Instant.now(), items(3_000), 1);
-    AtomicInteger gets = new AtomicInteger();
-    S3Client s3 = cutting(server.newClient(), 2, gets);
-    ExportManifest manifest = ExportManifest.read(server.newClient(), ExportLocation.parse(location));
-    List<String> seen = new ArrayList<>();
-    long lines = new ExportFileReader(s3, bucket).readAll(manifest.files().get(0),
-        new ExportLines(ExportManifest.Type.FULL, List.of("pk"), 0), (Change c, int bytes) ->
-            seen.add(((DdbValue.S) c.keys().get("pk")).value()));
-
-    assertEquals(3_000, lines);
-    assertEquals(3, gets.get(), "two reads cut short, then one whole");
-    List<String> expected = new ArrayList<>();
-    for (int i = 0; i < 3_000; i++) {
-      expected.add("k" + i);
+    private static List<Map<String, DdbValue>> items(int n) {
+        List<Map<String, DdbValue>> items = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            items.add(Map.of(
+                    "pk", new DdbValue.S("k" + i), "note", new DdbValue.S("item number " + i + " of the export")));
+        }
+        return items;
     }
-    assertEquals(expected, seen, "each item once, in the file's order");
-  }
 
-  @Test
-  void readsCutShortAgainAndAgainWithoutProgressFailNamingTheFile(EmbeddedS3Server server) {
-    String bucket = S3ServerExtension.newBucket(server);
-    String location = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
-        .writeFull("01764000000000-s", Instant.now(), items(3_000), 1);
-    AtomicInteger gets = new AtomicInteger();
-    S3Client s3 = cutting(server.newClient(), Integer.MAX_VALUE, gets);
-    ExportManifest manifest = ExportManifest.read(server.newClient(), ExportLocation.parse(location));
-    ExportManifest.DataFile file = manifest.files().get(0);
-    UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> new ExportFileReader(s3, bucket)
-        .readAll(file, new ExportLines(ExportManifest.Type.FULL, List.of("pk"), 0), (c, bytes) -> { }));
-    assertTrue(e.getMessage().contains(file.key()), e.getMessage());
-    assertEquals(ExportFileReader.REREADS + 1, gets.get(), "reads before giving up: " + e.getMessage());
-  }
+    @Test
+    void aReadCutShortIsReadAgainFromWhereItStoppedAndEveryItemComesOnce(EmbeddedS3Server server) {
+        String bucket = S3ServerExtension.newBucket(server);
+        String location = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
+                .writeFull("01764000000000-r", Instant.now(), items(3_000), 1);
+        AtomicInteger gets = new AtomicInteger();
+        S3Client s3 = cutting(server.newClient(), 2, gets);
+        ExportManifest manifest = ExportManifest.read(server.newClient(), ExportLocation.parse(location));
+        List<String> seen = new ArrayList<>();
+        long lines = new ExportFileReader(s3, bucket)
+                .readAll(
+                        manifest.files().get(0),
+                        new ExportLines(ExportManifest.Type.FULL, List.of("pk"), 0),
+                        (Change c, int bytes) -> seen.add(((DdbValue.S) c.keys().get("pk")).value()));
+
+        assertEquals(3_000, lines);
+        assertEquals(3, gets.get(), "two reads cut short, then one whole");
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < 3_000; i++) {
+            expected.add("k" + i);
+        }
+        assertEquals(expected, seen, "each item once, in the file's order");
+    }
+
+    @Test
+    void readsCutShortAgainAndAgainWithoutProgressFailNamingTheFile(EmbeddedS3Server server) {
+        String bucket = S3ServerExtension.newBucket(server);
+        String location = new DynamoDbExportFiles(server.newClient(), bucket, "exports/")
+                .writeFull("01764000000000-s", Instant.now(), items(3_000), 1);
+        AtomicInteger gets = new AtomicInteger();
+        S3Client s3 = cutting(server.newClient(), Integer.MAX_VALUE, gets);
+        ExportManifest manifest = ExportManifest.read(server.newClient(), ExportLocation.parse(location));
+        ExportManifest.DataFile file = manifest.files().get(0);
+        UncheckedIOException e = assertThrows(
+                UncheckedIOException.class,
+                () -> new ExportFileReader(s3, bucket)
+                        .readAll(file, new ExportLines(ExportManifest.Type.FULL, List.of("pk"), 0), (c, bytes) -> {}));
+        assertTrue(e.getMessage().contains(file.key()), e.getMessage());
+        assertEquals(ExportFileReader.REREADS + 1, gets.get(), "reads before giving up: " + e.getMessage());
+    }
 }

@@ -1,19 +1,5 @@
 package dev.ddb2iceberg.lookup;
 
-import java.io.IOException;
-import java.util.Collections;
-import java.util.HashSet;
-import java.util.Random;
-import org.apache.iceberg.DataFile;
-import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileFormat;
-import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.PartitionKey;
-import org.apache.iceberg.data.GenericFileWriterFactory;
-import org.apache.iceberg.data.InternalRecordWrapper;
-import org.apache.iceberg.data.Record;
-import org.apache.iceberg.io.FanoutDataWriter;
-import org.apache.iceberg.io.OutputFileFactory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -24,6 +10,7 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
@@ -46,26 +33,38 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
-import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
-import dev.ddb2iceberg.write.MergeWriter;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.FanoutDataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -83,396 +82,428 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @ExtendWith(S3ServerExtension.class)
 class KeyIndexTest {
-  @TempDir Path dir;
+    @TempDir
+    Path dir;
 
-  private EmbeddedS3Server server;
-  private MergerSettings settings;
-  private Catalog catalog;
-  private StagingStore store;
-  private final ExpectedTable model = new ExpectedTable();
-  private final Map<String, String> env = new HashMap<>();
-  private final ExecutorService pool = Executors.newFixedThreadPool(4);
+    private EmbeddedS3Server server;
+    private MergerSettings settings;
+    private Catalog catalog;
+    private StagingStore store;
+    private final ExpectedTable model = new ExpectedTable();
+    private final Map<String, String> env = new HashMap<>();
+    private final ExecutorService pool = Executors.newFixedThreadPool(4);
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    this.server = server;
-    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-    env.put("KEY_INDEX", "on");
-    env.put("KEY_INDEX_PARTS", "8");
-    configure();
-  }
-
-  private void configure() {
-    settings = MergerSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    store = new StagingStore(server.newClient(), settings.staging());
-  }
-
-  @AfterEach
-  void stopPool() {
-    pool.shutdownNow();
-  }
-
-  private void stage(List<Change> changes) {
-    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
-    assertTrue(r.complete(), () -> "staging failed: " + r.failure());
-    model.apply(changes);
-  }
-
-  private MergeResult merge() {
-    return new Merger(catalog, settings.table(), store, settings.options()).run();
-  }
-
-  /** Merges with these options and returns the messages logged meanwhile. */
-  private List<String> mergeLogging(MergeOptions options) {
-    try (LogCapture logs = LogCapture.json()) {
-      new Merger(catalog, settings.table(), store, options).run();
-      return logs.all().stream().map(l -> l.path("message").asText()).toList();
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        this.server = server;
+        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        env.put("KEY_INDEX", "on");
+        env.put("KEY_INDEX_PARTS", "8");
+        configure();
     }
-  }
 
-  private Table table() {
-    return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
-  }
-
-  private void assertTableEqualsModel() {
-    var actual = TableItems.read(table());
-    assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
-  }
-
-  /** Each key's rows as "file@position#sequence", sorted, for comparing two answers. */
-  private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
-    Map<List<Object>, Set<String>> out = new HashMap<>();
-    found.rows().forEach((key, live) -> {
-      Set<String> s = new TreeSet<>();
-      live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
-      out.put(key, s);
-    });
-    return out;
-  }
-
-  /** Asks both lookups for the keys 0..keySpace-1 (held, removed, never held) and compares. */
-  private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace) {
-    return assertIndexAgreesWithScan(w, keySpace, new IndexLookup(pool, new IndexCache(64L << 20), 8, 64L << 20));
-  }
-
-  private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace, IndexLookup lookup) {
-    Table table = table();
-    TableLayout layout = TableLayout.of(table);
-    List<List<Object>> keys = new ArrayList<>();
-    for (int i = 0; i < keySpace; i++) {
-      Map<String, DdbValue> key = w.key(i);
-      keys.add(layout.keyOf(new Change(key, Operation.REMOVE, null, "1", 0, false)));
+    private void configure() {
+        settings = MergerSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        store = new StagingStore(server.newClient(), settings.staging());
     }
-    long snapshot = table.currentSnapshot().snapshotId();
-    LiveRowLookup.Found scan = new ScanLookup(pool).find(table, layout, snapshot, keys);
-    LiveRowLookup.Found index = lookup.find(table, layout, snapshot, keys);
-    Map<List<Object>, Set<String>> expected = rows(scan);
-    Map<List<Object>, Set<String>> actual = rows(index);
-    List<String> differences = new ArrayList<>();
-    for (List<Object> key : keys) {
-      Set<String> e = expected.getOrDefault(key, Set.of());
-      Set<String> a = actual.getOrDefault(key, Set.of());
-      if (!e.equals(a)) {
-        differences.add(key + ": scan " + e + ", index " + a);
-      }
-    }
-    assertTrue(differences.isEmpty(), () -> differences.size() + " keys where the index and the scan of the key"
-        + " columns differ, e.g. " + differences.subList(0, Math.min(3, differences.size())));
-    return index;
-  }
 
-  @Test
-  void theIndexFindsExactlyTheRowsTheScanFinds() {
-    KeyedWorkload w = new KeyedWorkload(11, 300);
-    for (int run = 0; run < 6; run++) {
-      stage(w.next(250));
-      merge();
-      LiveRowLookup.Found index = assertIndexAgreesWithScan(w, 320);
-      assertEquals(0, index.filesRead(), "after merge " + run + " the index answered without reading data files");
-      assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()), "each merge names its index");
+    @AfterEach
+    void stopPool() {
+        pool.shutdownNow();
     }
-    assertTableEqualsModel();
-    TableStatus.KeyIndexStatus status = TableStatus.of("orders", table(), store, 128L << 20, Clock.systemUTC()).keyIndex();
-    assertNotNull(status, "status shows the index");
-    assertNull(status.damaged());
-    assertEquals(8, status.parts(), "KEY_INDEX_PARTS");
-    assertEquals(5, status.deltas(), "one delta per merge after the first, which built the parts");
-    assertTrue(status.entries() > 0 && status.deltaEntries() > 0 && status.bytes() > 0, status::toString);
-  }
 
-  @ParameterizedTest(name = "format v{0}")
-  @ValueSource(ints = {2, 3})
-  void compactionRecordsWhereItMovedRowsSoTheNextMergeNeedsNoRebuild(int formatVersion) {
-    env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
-    env.put("REWRITE_FILES_BELOW_BYTES", "0"); // merges leave their small files and deletes for compaction
-    configure();
-    KeyedWorkload w = new KeyedWorkload(12, 200);
-    for (int run = 0; run < 3; run++) {
-      stage(w.next(200));
-      merge();
+    private void stage(List<Change> changes) {
+        BatchStager.Result r =
+                new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
+        assertTrue(r.complete(), () -> "staging failed: " + r.failure());
+        model.apply(changes);
     }
-    var compaction = new Maintenance(table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/", Clock.systemUTC())
-        .run(EnumSet.of(MaintenanceTask.COMPACT), false).compaction();
-    assertTrue(compaction.filesRewritten() > 0, "compaction rewrote files: " + compaction);
-    assertNotNull(table().currentSnapshot().summary().get(PipelineProperties.KEY_INDEX_MOVES), "compaction names its moves");
-    assertIndexAgreesWithScan(w, 220); // the parent's index plus the moves, before any merge
-    stage(w.next(200));
-    List<String> messages = mergeLogging(settings.options());
-    assertTrue(messages.stream().noneMatch(m -> m.startsWith("Rebuilding")), () -> "no rebuild after a compaction: "
-        + messages);
-    assertIndexAgreesWithScan(w, 220);
-    assertTableEqualsModel();
-  }
 
-  @Test
-  void aRebuildTooBigForItsMemoryBudgetRunsInPassesAndFindsWhatTheScanFinds() {
-    env.put("KEY_INDEX", "off"); // a table written without the index, as before an upgrade
-    configure();
-    KeyedWorkload w = new KeyedWorkload(18, 300);
-    for (int run = 0; run < 3; run++) {
-      stage(w.next(250));
-      merge();
+    private MergeResult merge() {
+        return new Merger(catalog, settings.table(), store, settings.options()).run();
     }
-    try (LogCapture log = LogCapture.json()) {
-      // A budget of one byte: each pass builds one of the 8 parts, reading every data file again.
-      LiveRowLookup.Found found = assertIndexAgreesWithScan(w, 320, new IndexLookup(pool, new IndexCache(0), 8, 1));
-      assertEquals(found.filesInTable(), found.filesRead(), "the rebuild read the data files");
-      List<String> messages = log.all().stream().map(l -> l.path("message").asText()).toList();
-      assertTrue(messages.stream().anyMatch(m -> m.contains("8 pass(es) over the key columns")),
-          () -> "the rebuild says it makes one pass per part: " + messages);
-    }
-  }
 
-  /**
-   * Another writer's compaction, as S3 Tables' or Spark's would be: every data file rewritten, its
-   * deletes applied, rows in a new order (so old positions are wrong), committed as a plain
-   * {@code replace} that says nothing of the key index.
-   */
-  private void rewriteEverythingAsAnotherWriter() throws IOException {
-    Table table = table();
-    Set<DataFile> old = new HashSet<>();
-    Set<DeleteFile> oldDeletes = new HashSet<>();
-    List<Record> rows = new ArrayList<>();
-    try (var tasks = table.newScan().planFiles()) {
-      for (FileScanTask task : tasks) {
-        old.add(task.file());
-        oldDeletes.addAll(task.deletes());
-        try (var read = dev.ddb2iceberg.table.TaskRows.read(table, task, table.schema())) {
-          read.forEach(r -> rows.add(r.copy()));
+    /** Merges with these options and returns the messages logged meanwhile. */
+    private List<String> mergeLogging(MergeOptions options) {
+        try (LogCapture logs = LogCapture.json()) {
+            new Merger(catalog, settings.table(), store, options).run();
+            return logs.all().stream().map(l -> l.path("message").asText()).toList();
         }
-      }
     }
-    Collections.shuffle(rows, new Random(7));
-    var writers = new GenericFileWriterFactory.Builder(table)
-        .dataFileFormat(FileFormat.PARQUET).build();
-    var files = OutputFileFactory.builderFor(table, 9, 9)
-        .format(FileFormat.PARQUET).build();
-    var writer = new FanoutDataWriter<Record>(writers, files, table.io(),
-        128L << 20);
-    var partition = new PartitionKey(table.spec(), table.schema());
-    var wrapper = new InternalRecordWrapper(table.schema().asStruct());
-    try (writer) {
-      for (Record row : rows) {
-        partition.partition(wrapper.wrap(row));
-        writer.write(row, table.spec(), partition);
-      }
-    }
-    table.newRewrite()
-        .validateFromSnapshot(table.currentSnapshot().snapshotId())
-        .rewriteFiles(old, oldDeletes, Set.copyOf(writer.result().dataFiles()), Set.of())
-        .commit();
-  }
 
-  @Test
-  void aRewriteByAnotherWriterIsFollowedByReadingOnlyTheFilesItWroteNotRebuilt() throws Exception {
-    KeyedWorkload w = new KeyedWorkload(19, 200);
-    for (int run = 0; run < 3; run++) {
-      stage(w.next(200));
-      merge();
+    private Table table() {
+        return catalog.loadTable(TableIdentifier.of(
+                settings.table().namespace(), settings.table().name()));
     }
-    rewriteEverythingAsAnotherWriter();
-    assertNull(table().currentSnapshot().summary().get(PipelineProperties.KEY_INDEX_MOVES), "the rewrite says nothing of the index");
-    // The lookup follows the rewrite: the answer equals the scan's, row for row (new files, new positions).
-    LiveRowLookup.Found found = assertIndexAgreesWithScan(w, 220);
-    assertTrue(found.filesRead() > 0 && found.filesRead() <= found.filesInTable(),
-        "it read the rewrite's new files: " + found.filesRead() + " of " + found.filesInTable());
-    stage(w.next(200));
-    List<String> messages = mergeLogging(settings.options());
-    assertTrue(messages.stream().noneMatch(m -> m.startsWith("Rebuilding")), () -> "no rebuild: " + messages);
-    assertTrue(messages.stream().anyMatch(m -> m.contains("by another writer rewrote data files")), messages::toString);
-    assertIndexAgreesWithScan(w, 220);
-    assertTableEqualsModel();
-  }
 
-  @Test
-  void aCommitByAnotherWriterMakesTheNextMergeRebuildTheIndex() {
-    KeyedWorkload w = new KeyedWorkload(17, 200);
-    stage(w.next(200));
-    merge();
-    table().newAppend().commit(); // another writer: its snapshot says nothing of the key index
-    stage(w.next(200));
-    List<String> messages = mergeLogging(settings.options());
-    assertTrue(messages.stream().anyMatch(m -> m.startsWith("Rebuilding the key index") && m.contains("names no key index")),
-        () -> "a log line says why the index is rebuilt: " + messages);
-    assertIndexAgreesWithScan(w, 220);
-    assertTableEqualsModel();
-  }
-
-  @Test
-  void aLostOrTruncatedIndexFileIsRebuiltAndNeverGivesAWrongRow() throws Exception {
-    KeyedWorkload w = new KeyedWorkload(13, 200);
-    stage(w.next(300));
-    merge();
-    stage(w.next(100));
-    merge();
-    var files = KeyIndex.filesOf(table(), table().currentSnapshot());
-    String delta = files.stream().filter(f -> f.endsWith("-delta.bin")).findFirst().orElseThrow();
-    String part = files.stream().filter(f -> f.contains("-part-")).findFirst().orElseThrow();
-    // Truncate the delta (keep its first bytes) and lose a part.
-    byte[] bytes = table().io().newInputFile(delta).newStream().readAllBytes();
-    try (var out = table().io().newOutputFile(delta).createOrOverwrite()) {
-      out.write(bytes, 0, bytes.length / 2);
+    private void assertTableEqualsModel() {
+        var actual = TableItems.read(table());
+        assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
     }
-    table().io().deleteFile(part);
-    // A warm cache would still hold the good copies: a fresh container's lookup reads storage.
-    TableLayout layout = TableLayout.of(table());
-    List<Object> key = layout.keyOf(new Change(w.key(1), Operation.REMOVE, null, "1", 0, false));
-    LiveRowLookup.Found damaged = new IndexLookup(pool, new IndexCache(64L << 20), 8, 64L << 20).find(table(), layout,
-        table().currentSnapshot().snapshotId(), List.of(key));
-    assertEquals(damaged.filesInTable(), damaged.filesRead(), "a damaged index is rebuilt from every data file");
-    stage(w.next(150));
-    settings = MergerSettings.from(new Environment(env));
-    merge();
-    assertIndexAgreesWithScan(w, 220);
-    assertTableEqualsModel();
-  }
 
-  @Test
-  void anExportLoadAddsItsRowsToTheIndex() {
-    KeyedWorkload w = new KeyedWorkload(14, 200);
-    List<Map<String, DdbValue>> exported = new ArrayList<>();
-    ExpectedTable atExport = new ExpectedTable();
-    List<Change> inserts = new ArrayList<>();
-    for (int i = 0; i < 200; i++) {
-      inserts.add(w.upsert(i, Operation.INSERT));
+    /** Each key's rows as "file@position#sequence", sorted, for comparing two answers. */
+    private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
+        Map<List<Object>, Set<String>> out = new HashMap<>();
+        found.rows().forEach((key, live) -> {
+            Set<String> s = new TreeSet<>();
+            live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
+            out.put(key, s);
+        });
+        return out;
     }
-    atExport.apply(inserts);
-    exported.addAll(atExport.items().values());
-    model.apply(inserts);
-    String location = new DynamoDbExportFiles(server.newClient(), settings.staging().bucket(), "exports/")
-        .writeFull("01764000000000-index", Instant.now().minusSeconds(60), exported, 3);
-    new ExportLoader(catalog, settings.table(), store, settings.options().withMaxChanges(70), server.newClient())
-        .run(new ExportLoader.Request(ExportLocation.parse(location), List.of("pk", "sk"), Duration.ofMinutes(5),
-            true), Instant.now().plus(Duration.ofMinutes(10)));
-    assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()), "each load chunk names the index");
-    assertIndexAgreesWithScan(w, 220);
-    stage(w.next(200));
-    merge();
-    assertIndexAgreesWithScan(w, 220);
-    assertTableEqualsModel();
-  }
 
-  @Test
-  void deltasPastTheLimitAreFoldedIntoTheParts() {
-    KeyedWorkload w = new KeyedWorkload(15, 150);
-    for (int run = 0; run < KeyIndex.MAX_DELTAS + 2; run++) {
-      stage(w.next(40));
-      merge();
+    /** Asks both lookups for the keys 0..keySpace-1 (held, removed, never held) and compares. */
+    private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace) {
+        return assertIndexAgreesWithScan(w, keySpace, new IndexLookup(pool, new IndexCache(64L << 20), 8, 64L << 20));
     }
-    var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(1 << 20))
-        .manifest();
-    assertTrue(manifest.deltas().size() < KeyIndex.MAX_DELTAS, "deltas were folded: " + manifest);
-    assertIndexAgreesWithScan(w, 160);
-    assertTableEqualsModel();
-  }
 
-  @Test
-  void deltasAreMergedIntoOneUntilTheyHoldTwoPercentOfThePartsAndOnlyThenFolded() {
-    // Merges that fold no small files: each delta then holds exactly the merge's one change.
-    env.put("REWRITE_FILES_BELOW_BYTES", "0");
-    configure();
-    KeyedWorkload w = new KeyedWorkload(23, 4000);
-    stage(w.next(4000));
-    merge();
-    var first = currentManifest();
-    long baseEntries = first.baseEntries();
-    assertTrue(baseEntries > 1000, "the first merge built the parts: " + first);
-    for (int run = 1; run <= KeyIndex.MAX_DELTAS + 1; run++) { // one change a merge: far below 2% of the parts
-      stage(w.next(1));
-      merge();
+    private LiveRowLookup.Found assertIndexAgreesWithScan(KeyedWorkload w, int keySpace, IndexLookup lookup) {
+        Table table = table();
+        TableLayout layout = TableLayout.of(table);
+        List<List<Object>> keys = new ArrayList<>();
+        for (int i = 0; i < keySpace; i++) {
+            Map<String, DdbValue> key = w.key(i);
+            keys.add(layout.keyOf(new Change(key, Operation.REMOVE, null, "1", 0, false)));
+        }
+        long snapshot = table.currentSnapshot().snapshotId();
+        LiveRowLookup.Found scan = new ScanLookup(pool).find(table, layout, snapshot, keys);
+        LiveRowLookup.Found index = lookup.find(table, layout, snapshot, keys);
+        Map<List<Object>, Set<String>> expected = rows(scan);
+        Map<List<Object>, Set<String>> actual = rows(index);
+        List<String> differences = new ArrayList<>();
+        for (List<Object> key : keys) {
+            Set<String> e = expected.getOrDefault(key, Set.of());
+            Set<String> a = actual.getOrDefault(key, Set.of());
+            if (!e.equals(a)) {
+                differences.add(key + ": scan " + e + ", index " + a);
+            }
+        }
+        assertTrue(
+                differences.isEmpty(),
+                () -> differences.size() + " keys where the index and the scan of the key" + " columns differ, e.g. "
+                        + differences.subList(0, Math.min(3, differences.size())));
+        return index;
     }
-    var merged = currentManifest();
-    assertEquals(1, merged.deltas().size(), "past 16 deltas they were merged into one: " + merged);
-    assertEquals(first.base(), merged.base(), "no part was rewritten");
-    assertIndexAgreesWithScan(w, 4100);
-    // Enough changes to pass 2% of the parts: the next time deltas pile up, they are folded.
-    stage(w.next((int) (KeyIndex.FOLD_SHARE * baseEntries) + 50));
-    merge();
-    for (int run = 1; run < KeyIndex.MAX_DELTAS; run++) {
-      stage(w.next(1));
-      merge();
-    }
-    var folded = currentManifest();
-    assertTrue(folded.deltas().size() < KeyIndex.MAX_DELTAS && !folded.base().equals(first.base()),
-        "the deltas were folded into the parts: " + folded);
-    assertIndexAgreesWithScan(w, 4100);
-    assertTableEqualsModel();
-  }
 
-  private dev.ddb2iceberg.index.IndexManifest currentManifest() {
-    return KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0)).manifest();
-  }
-
-  @Test
-  void aDamagedPartMetOnlyWhenFoldingDeltasIsRebuiltNotAFailedRunForever() {
-    KeyedWorkload w = new KeyedWorkload(18, 150);
-    stage(w.next(150));
-    merge();
-    for (int run = 1; run <= KeyIndex.MAX_DELTAS; run++) {
-      stage(w.next(20));
-      merge();
+    @Test
+    void theIndexFindsExactlyTheRowsTheScanFinds() {
+        KeyedWorkload w = new KeyedWorkload(11, 300);
+        for (int run = 0; run < 6; run++) {
+            stage(w.next(250));
+            merge();
+            LiveRowLookup.Found index = assertIndexAgreesWithScan(w, 320);
+            assertEquals(0, index.filesRead(), "after merge " + run + " the index answered without reading data files");
+            assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()), "each merge names its index");
+        }
+        assertTableEqualsModel();
+        TableStatus.KeyIndexStatus status = TableStatus.of("orders", table(), store, 128L << 20, Clock.systemUTC())
+                .keyIndex();
+        assertNotNull(status, "status shows the index");
+        assertNull(status.damaged());
+        assertEquals(8, status.parts(), "KEY_INDEX_PARTS");
+        assertEquals(5, status.deltas(), "one delta per merge after the first, which built the parts");
+        assertTrue(status.entries() > 0 && status.deltaEntries() > 0 && status.bytes() > 0, status::toString);
     }
-    // The next merge folds the deltas; its own one change reads a single part, so lose another.
-    Change next = w.upsert(3, Operation.MODIFY);
-    TableLayout layout = TableLayout.of(table());
-    int itsPart = IndexKeys.part(IndexKeys.encode(layout.keyOf(next)), 8);
-    var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0)).manifest();
-    assertEquals(KeyIndex.MAX_DELTAS, manifest.deltas().size(), "the next merge folds");
-    String lost = null;
-    for (int p = 0; p < manifest.parts() && lost == null; p++) {
-      if (p != itsPart && manifest.base().get(p) != null) {
-        lost = manifest.base().get(p);
-      }
-    }
-    table().io().deleteFile(lost);
-    stage(List.of(next));
-    String missing = lost;
-    List<String> messages = mergeLogging(settings.options().withoutKeyIndexCache());
-    assertTrue(messages.stream().anyMatch(m -> m.startsWith("Rebuilding the key index") && m.contains(missing)),
-        () -> "the run commits, and a log line names the lost part: " + messages);
-    assertTrue(messages.stream().anyMatch(m -> m.equals("Merge run committed a snapshot")), messages::toString);
-    assertIndexAgreesWithScan(w, 160);
-    assertTableEqualsModel();
-  }
 
-  @Test
-  void withTheIndexOffNoIndexIsWrittenAndAStaleOneIsNeverUsedAgain() {
-    KeyedWorkload w = new KeyedWorkload(16, 100);
-    stage(w.next(100));
-    merge();
-    assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()));
-    env.put("KEY_INDEX", "off");
-    configure();
-    stage(w.next(100));
-    merge();
-    assertNull(KeyIndex.manifestOf(table().currentSnapshot()), "a merge without the index names none");
-    env.put("KEY_INDEX", "on");
-    configure();
-    stage(w.next(100));
-    assertTrue(mergeLogging(settings.options()).stream().anyMatch(m -> m.startsWith("Rebuilding")),
-        "the index of two merges ago is not trusted: it is rebuilt");
-    assertIndexAgreesWithScan(w, 110);
-    assertTableEqualsModel();
-  }
+    @ParameterizedTest(name = "format v{0}")
+    @ValueSource(ints = {2, 3})
+    void compactionRecordsWhereItMovedRowsSoTheNextMergeNeedsNoRebuild(int formatVersion) {
+        env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
+        env.put("REWRITE_FILES_BELOW_BYTES", "0"); // merges leave their small files and deletes for compaction
+        configure();
+        KeyedWorkload w = new KeyedWorkload(12, 200);
+        for (int run = 0; run < 3; run++) {
+            stage(w.next(200));
+            merge();
+        }
+        var compaction = new Maintenance(
+                        table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/", Clock.systemUTC())
+                .run(EnumSet.of(MaintenanceTask.COMPACT), false)
+                .compaction();
+        assertTrue(compaction.filesRewritten() > 0, "compaction rewrote files: " + compaction);
+        assertNotNull(
+                table().currentSnapshot().summary().get(PipelineProperties.KEY_INDEX_MOVES),
+                "compaction names its moves");
+        assertIndexAgreesWithScan(w, 220); // the parent's index plus the moves, before any merge
+        stage(w.next(200));
+        List<String> messages = mergeLogging(settings.options());
+        assertTrue(
+                messages.stream().noneMatch(m -> m.startsWith("Rebuilding")),
+                () -> "no rebuild after a compaction: " + messages);
+        assertIndexAgreesWithScan(w, 220);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void aRebuildTooBigForItsMemoryBudgetRunsInPassesAndFindsWhatTheScanFinds() {
+        env.put("KEY_INDEX", "off"); // a table written without the index, as before an upgrade
+        configure();
+        KeyedWorkload w = new KeyedWorkload(18, 300);
+        for (int run = 0; run < 3; run++) {
+            stage(w.next(250));
+            merge();
+        }
+        try (LogCapture log = LogCapture.json()) {
+            // A budget of one byte: each pass builds one of the 8 parts, reading every data file again.
+            LiveRowLookup.Found found =
+                    assertIndexAgreesWithScan(w, 320, new IndexLookup(pool, new IndexCache(0), 8, 1));
+            assertEquals(found.filesInTable(), found.filesRead(), "the rebuild read the data files");
+            List<String> messages =
+                    log.all().stream().map(l -> l.path("message").asText()).toList();
+            assertTrue(
+                    messages.stream().anyMatch(m -> m.contains("8 pass(es) over the key columns")),
+                    () -> "the rebuild says it makes one pass per part: " + messages);
+        }
+    }
+
+    /**
+     * Another writer's compaction, as S3 Tables' or Spark's would be: every data file rewritten, its
+     * deletes applied, rows in a new order (so old positions are wrong), committed as a plain
+     * {@code replace} that says nothing of the key index.
+     */
+    private void rewriteEverythingAsAnotherWriter() throws IOException {
+        Table table = table();
+        Set<DataFile> old = new HashSet<>();
+        Set<DeleteFile> oldDeletes = new HashSet<>();
+        List<Record> rows = new ArrayList<>();
+        try (var tasks = table.newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                old.add(task.file());
+                oldDeletes.addAll(task.deletes());
+                try (var read = dev.ddb2iceberg.table.TaskRows.read(table, task, table.schema())) {
+                    read.forEach(r -> rows.add(r.copy()));
+                }
+            }
+        }
+        Collections.shuffle(rows, new Random(7));
+        var writers = new GenericFileWriterFactory.Builder(table)
+                .dataFileFormat(FileFormat.PARQUET)
+                .build();
+        var files = OutputFileFactory.builderFor(table, 9, 9)
+                .format(FileFormat.PARQUET)
+                .build();
+        var writer = new FanoutDataWriter<Record>(writers, files, table.io(), 128L << 20);
+        var partition = new PartitionKey(table.spec(), table.schema());
+        var wrapper = new InternalRecordWrapper(table.schema().asStruct());
+        try (writer) {
+            for (Record row : rows) {
+                partition.partition(wrapper.wrap(row));
+                writer.write(row, table.spec(), partition);
+            }
+        }
+        table.newRewrite()
+                .validateFromSnapshot(table.currentSnapshot().snapshotId())
+                .rewriteFiles(old, oldDeletes, Set.copyOf(writer.result().dataFiles()), Set.of())
+                .commit();
+    }
+
+    @Test
+    void aRewriteByAnotherWriterIsFollowedByReadingOnlyTheFilesItWroteNotRebuilt() throws Exception {
+        KeyedWorkload w = new KeyedWorkload(19, 200);
+        for (int run = 0; run < 3; run++) {
+            stage(w.next(200));
+            merge();
+        }
+        rewriteEverythingAsAnotherWriter();
+        assertNull(
+                table().currentSnapshot().summary().get(PipelineProperties.KEY_INDEX_MOVES),
+                "the rewrite says nothing of the index");
+        // The lookup follows the rewrite: the answer equals the scan's, row for row (new files, new positions).
+        LiveRowLookup.Found found = assertIndexAgreesWithScan(w, 220);
+        assertTrue(
+                found.filesRead() > 0 && found.filesRead() <= found.filesInTable(),
+                "it read the rewrite's new files: " + found.filesRead() + " of " + found.filesInTable());
+        stage(w.next(200));
+        List<String> messages = mergeLogging(settings.options());
+        assertTrue(messages.stream().noneMatch(m -> m.startsWith("Rebuilding")), () -> "no rebuild: " + messages);
+        assertTrue(
+                messages.stream().anyMatch(m -> m.contains("by another writer rewrote data files")),
+                messages::toString);
+        assertIndexAgreesWithScan(w, 220);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void aCommitByAnotherWriterMakesTheNextMergeRebuildTheIndex() {
+        KeyedWorkload w = new KeyedWorkload(17, 200);
+        stage(w.next(200));
+        merge();
+        table().newAppend().commit(); // another writer: its snapshot says nothing of the key index
+        stage(w.next(200));
+        List<String> messages = mergeLogging(settings.options());
+        assertTrue(
+                messages.stream()
+                        .anyMatch(m -> m.startsWith("Rebuilding the key index") && m.contains("names no key index")),
+                () -> "a log line says why the index is rebuilt: " + messages);
+        assertIndexAgreesWithScan(w, 220);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void aLostOrTruncatedIndexFileIsRebuiltAndNeverGivesAWrongRow() throws Exception {
+        KeyedWorkload w = new KeyedWorkload(13, 200);
+        stage(w.next(300));
+        merge();
+        stage(w.next(100));
+        merge();
+        var files = KeyIndex.filesOf(table(), table().currentSnapshot());
+        String delta =
+                files.stream().filter(f -> f.endsWith("-delta.bin")).findFirst().orElseThrow();
+        String part =
+                files.stream().filter(f -> f.contains("-part-")).findFirst().orElseThrow();
+        // Truncate the delta (keep its first bytes) and lose a part.
+        byte[] bytes = table().io().newInputFile(delta).newStream().readAllBytes();
+        try (var out = table().io().newOutputFile(delta).createOrOverwrite()) {
+            out.write(bytes, 0, bytes.length / 2);
+        }
+        table().io().deleteFile(part);
+        // A warm cache would still hold the good copies: a fresh container's lookup reads storage.
+        TableLayout layout = TableLayout.of(table());
+        List<Object> key = layout.keyOf(new Change(w.key(1), Operation.REMOVE, null, "1", 0, false));
+        LiveRowLookup.Found damaged = new IndexLookup(pool, new IndexCache(64L << 20), 8, 64L << 20)
+                .find(table(), layout, table().currentSnapshot().snapshotId(), List.of(key));
+        assertEquals(damaged.filesInTable(), damaged.filesRead(), "a damaged index is rebuilt from every data file");
+        stage(w.next(150));
+        settings = MergerSettings.from(new Environment(env));
+        merge();
+        assertIndexAgreesWithScan(w, 220);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void anExportLoadAddsItsRowsToTheIndex() {
+        KeyedWorkload w = new KeyedWorkload(14, 200);
+        List<Map<String, DdbValue>> exported = new ArrayList<>();
+        ExpectedTable atExport = new ExpectedTable();
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            inserts.add(w.upsert(i, Operation.INSERT));
+        }
+        atExport.apply(inserts);
+        exported.addAll(atExport.items().values());
+        model.apply(inserts);
+        String location = new DynamoDbExportFiles(
+                        server.newClient(), settings.staging().bucket(), "exports/")
+                .writeFull("01764000000000-index", Instant.now().minusSeconds(60), exported, 3);
+        new ExportLoader(catalog, settings.table(), store, settings.options().withMaxChanges(70), server.newClient())
+                .run(
+                        new ExportLoader.Request(
+                                ExportLocation.parse(location), List.of("pk", "sk"), Duration.ofMinutes(5), true),
+                        Instant.now().plus(Duration.ofMinutes(10)));
+        assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()), "each load chunk names the index");
+        assertIndexAgreesWithScan(w, 220);
+        stage(w.next(200));
+        merge();
+        assertIndexAgreesWithScan(w, 220);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void deltasPastTheLimitAreFoldedIntoTheParts() {
+        KeyedWorkload w = new KeyedWorkload(15, 150);
+        for (int run = 0; run < KeyIndex.MAX_DELTAS + 2; run++) {
+            stage(w.next(40));
+            merge();
+        }
+        var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(1 << 20))
+                .manifest();
+        assertTrue(manifest.deltas().size() < KeyIndex.MAX_DELTAS, "deltas were folded: " + manifest);
+        assertIndexAgreesWithScan(w, 160);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void deltasAreMergedIntoOneUntilTheyHoldTwoPercentOfThePartsAndOnlyThenFolded() {
+        // Merges that fold no small files: each delta then holds exactly the merge's one change.
+        env.put("REWRITE_FILES_BELOW_BYTES", "0");
+        configure();
+        KeyedWorkload w = new KeyedWorkload(23, 4000);
+        stage(w.next(4000));
+        merge();
+        var first = currentManifest();
+        long baseEntries = first.baseEntries();
+        assertTrue(baseEntries > 1000, "the first merge built the parts: " + first);
+        for (int run = 1; run <= KeyIndex.MAX_DELTAS + 1; run++) { // one change a merge: far below 2% of the parts
+            stage(w.next(1));
+            merge();
+        }
+        var merged = currentManifest();
+        assertEquals(1, merged.deltas().size(), "past 16 deltas they were merged into one: " + merged);
+        assertEquals(first.base(), merged.base(), "no part was rewritten");
+        assertIndexAgreesWithScan(w, 4100);
+        // Enough changes to pass 2% of the parts: the next time deltas pile up, they are folded.
+        stage(w.next((int) (KeyIndex.FOLD_SHARE * baseEntries) + 50));
+        merge();
+        for (int run = 1; run < KeyIndex.MAX_DELTAS; run++) {
+            stage(w.next(1));
+            merge();
+        }
+        var folded = currentManifest();
+        assertTrue(
+                folded.deltas().size() < KeyIndex.MAX_DELTAS && !folded.base().equals(first.base()),
+                "the deltas were folded into the parts: " + folded);
+        assertIndexAgreesWithScan(w, 4100);
+        assertTableEqualsModel();
+    }
+
+    private dev.ddb2iceberg.index.IndexManifest currentManifest() {
+        return KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0))
+                .manifest();
+    }
+
+    @Test
+    void aDamagedPartMetOnlyWhenFoldingDeltasIsRebuiltNotAFailedRunForever() {
+        KeyedWorkload w = new KeyedWorkload(18, 150);
+        stage(w.next(150));
+        merge();
+        for (int run = 1; run <= KeyIndex.MAX_DELTAS; run++) {
+            stage(w.next(20));
+            merge();
+        }
+        // The next merge folds the deltas; its own one change reads a single part, so lose another.
+        Change next = w.upsert(3, Operation.MODIFY);
+        TableLayout layout = TableLayout.of(table());
+        int itsPart = IndexKeys.part(IndexKeys.encode(layout.keyOf(next)), 8);
+        var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0))
+                .manifest();
+        assertEquals(KeyIndex.MAX_DELTAS, manifest.deltas().size(), "the next merge folds");
+        String lost = null;
+        for (int p = 0; p < manifest.parts() && lost == null; p++) {
+            if (p != itsPart && manifest.base().get(p) != null) {
+                lost = manifest.base().get(p);
+            }
+        }
+        table().io().deleteFile(lost);
+        stage(List.of(next));
+        String missing = lost;
+        List<String> messages = mergeLogging(settings.options().withoutKeyIndexCache());
+        assertTrue(
+                messages.stream().anyMatch(m -> m.startsWith("Rebuilding the key index") && m.contains(missing)),
+                () -> "the run commits, and a log line names the lost part: " + messages);
+        assertTrue(messages.stream().anyMatch(m -> m.equals("Merge run committed a snapshot")), messages::toString);
+        assertIndexAgreesWithScan(w, 160);
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void withTheIndexOffNoIndexIsWrittenAndAStaleOneIsNeverUsedAgain() {
+        KeyedWorkload w = new KeyedWorkload(16, 100);
+        stage(w.next(100));
+        merge();
+        assertNotNull(KeyIndex.manifestOf(table().currentSnapshot()));
+        env.put("KEY_INDEX", "off");
+        configure();
+        stage(w.next(100));
+        merge();
+        assertNull(KeyIndex.manifestOf(table().currentSnapshot()), "a merge without the index names none");
+        env.put("KEY_INDEX", "on");
+        configure();
+        stage(w.next(100));
+        assertTrue(
+                mergeLogging(settings.options()).stream().anyMatch(m -> m.startsWith("Rebuilding")),
+                "the index of two merges ago is not trusted: it is rebuilt");
+        assertIndexAgreesWithScan(w, 110);
+        assertTableEqualsModel();
+    }
 }

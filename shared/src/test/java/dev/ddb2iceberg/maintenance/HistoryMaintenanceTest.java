@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
@@ -14,7 +15,6 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -40,52 +40,64 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(S3ServerExtension.class)
 class HistoryMaintenanceTest {
-  /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
-  private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Instant DAY_ONE = Instant.parse("2026-11-20T10:00:00Z");
+    /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
+    private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
 
-  @TempDir Path dir;
-  private MaintenanceSettings settings;
-  private Catalog catalog;
-  private StagingStore store;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Instant DAY_ONE = Instant.parse("2026-11-20T10:00:00Z");
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
-    env.put("HISTORY_TABLE", "orders_history");
-    env.put("HISTORY_RETENTION_DAYS", "3");
-    settings = MaintenanceSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    store = new StagingStore(server.newClient(), settings.staging());
-  }
+    @TempDir
+    Path dir;
 
-  /** Changes made on {@code day}, merged one small slice at a time (a history file per merge). */
-  private List<Change> mergeChangesOn(Instant day, KeyedWorkload w, int merges) {
-    List<Change> made = new ArrayList<>();
-    for (int i = 0; i < merges; i++) {
-      List<Change> batch = new ArrayList<>();
-      for (Change c : w.next(20)) {
-        batch.add(new Change(c.keys(), c.operation(), c.newImage(), c.sequenceNumber(),
-            day.toEpochMilli() + made.size() + batch.size(), c.ttlExpiry()));
-      }
-      new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-      new Merger(catalog, settings.table(), store, UNFOLDED).run();
-      made.addAll(batch);
+    private MaintenanceSettings settings;
+    private Catalog catalog;
+    private StagingStore store;
+
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        Map<String, String> env =
+                new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+        env.put("HISTORY_TABLE", "orders_history");
+        env.put("HISTORY_RETENTION_DAYS", "3");
+        settings = MaintenanceSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        store = new StagingStore(server.newClient(), settings.staging());
     }
-    return made;
-  }
 
-  @Test
-  void retentionDropsOldDaysInAnS3TableBucketTooWhereSnapshotExpiryIsLeftToTheBucket() {
-    KeyedWorkload w = new KeyedWorkload(22, 50);
-    mergeChangesOn(DAY_ONE, w, 2);
-    List<Change> kept = mergeChangesOn(DAY_ONE.plus(Duration.ofDays(5)), w, 2);
-    Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
-    new Maintenance(history, settings.options().forHistory(), settings.stagingUri(),
-        Clock.fixed(DAY_ONE.plus(Duration.ofDays(6)), ZoneOffset.UTC))
-        .managedStorage(true)
-        .run(EnumSet.of(MaintenanceTask.EXPIRE), false);
-    assertEquals(kept.size(), ChangeHistory.changes(history).size(), "only the retained day's changes are left");
-  }
+    /** Changes made on {@code day}, merged one small slice at a time (a history file per merge). */
+    private List<Change> mergeChangesOn(Instant day, KeyedWorkload w, int merges) {
+        List<Change> made = new ArrayList<>();
+        for (int i = 0; i < merges; i++) {
+            List<Change> batch = new ArrayList<>();
+            for (Change c : w.next(20)) {
+                batch.add(new Change(
+                        c.keys(),
+                        c.operation(),
+                        c.newImage(),
+                        c.sequenceNumber(),
+                        day.toEpochMilli() + made.size() + batch.size(),
+                        c.ttlExpiry()));
+            }
+            new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+            new Merger(catalog, settings.table(), store, UNFOLDED).run();
+            made.addAll(batch);
+        }
+        return made;
+    }
+
+    @Test
+    void retentionDropsOldDaysInAnS3TableBucketTooWhereSnapshotExpiryIsLeftToTheBucket() {
+        KeyedWorkload w = new KeyedWorkload(22, 50);
+        mergeChangesOn(DAY_ONE, w, 2);
+        List<Change> kept = mergeChangesOn(DAY_ONE.plus(Duration.ofDays(5)), w, 2);
+        Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
+        new Maintenance(
+                        history,
+                        settings.options().forHistory(),
+                        settings.stagingUri(),
+                        Clock.fixed(DAY_ONE.plus(Duration.ofDays(6)), ZoneOffset.UTC))
+                .managedStorage(true)
+                .run(EnumSet.of(MaintenanceTask.EXPIRE), false);
+        assertEquals(kept.size(), ChangeHistory.changes(history).size(), "only the retained day's changes are left");
+    }
 }

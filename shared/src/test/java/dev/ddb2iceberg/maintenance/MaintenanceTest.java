@@ -1,8 +1,5 @@
 package dev.ddb2iceberg.maintenance;
 
-import java.util.HashMap;
-import org.apache.iceberg.util.SnapshotUtil;
-import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,16 +9,17 @@ import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.io.IOException;
@@ -33,6 +31,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -45,6 +44,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.util.SnapshotUtil;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -59,344 +59,371 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  */
 @ExtendWith(S3ServerExtension.class)
 class MaintenanceTest {
-  /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
-  private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
-  @TempDir Path dir;
+    /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
+    private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
 
-  private MaintenanceSettings settings;
-  private Catalog catalog;
-  private S3Client s3;
-  private StagingStore store;
-  private BatchStager stager;
-  private final ExpectedTable expected = new ExpectedTable();
-  private final KeyedWorkload workload = new KeyedWorkload(7, 400);
+    @TempDir
+    Path dir;
 
-  private final Map<String, String> env = new HashMap<>();
-  private EmbeddedS3Server server;
+    private MaintenanceSettings settings;
+    private Catalog catalog;
+    private S3Client s3;
+    private StagingStore store;
+    private BatchStager stager;
+    private final ExpectedTable expected = new ExpectedTable();
+    private final KeyedWorkload workload = new KeyedWorkload(7, 400);
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    this.server = server;
-    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-    configure();
-  }
+    private final Map<String, String> env = new HashMap<>();
+    private EmbeddedS3Server server;
 
-  private void configure() {
-    settings = MaintenanceSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    s3 = server.newClient();
-    store = new StagingStore(s3, settings.staging());
-    stager = new BatchStager(store);
-  }
-
-  /** Stages a batch and merges it: one small commit, as the merger makes every minute. */
-  private MergeResult mergeSmallBatch(int changes) {
-    List<Change> batch = workload.next(changes);
-    assertTrue(stager.stage(StreamEvents.batch(batch).getRecords()).complete());
-    expected.apply(batch);
-    return merger().run();
-  }
-
-  private Merger merger() {
-    return new Merger(catalog, settings.table(), store, UNFOLDED);
-  }
-
-  private TableIdentifier tableId() {
-    return TableIdentifier.of(settings.table().namespace(), settings.table().name());
-  }
-
-  private Table table() {
-    return catalog.loadTable(tableId());
-  }
-
-  private Maintenance maintenance(Clock clock) {
-    return maintenance(clock, table());
-  }
-
-  private Maintenance maintenance(Clock clock, Table table) {
-    // A 16 MB target: a test-sized table's merged files are all small (so there is something to
-    // compact), while one bucket's rows, tens of nested columns wide, still fit in one output file.
-    return new Maintenance(table, settings.options().withTargetFileSize(16L << 20).withManifestThreshold(10),
-        settings.stagingUri(), clock);
-  }
-
-  private MaintenanceResult run(Clock clock, MaintenanceTask... tasks) {
-    return maintenance(clock).run(EnumSet.copyOf(List.of(tasks)), false);
-  }
-
-  private void assertTableEqualsExpected() {
-    var want = expected.items();
-    var got = TableItems.read(table());
-    assertTrue(want.equals(got), () -> ExpectedTable.diff(want, got));
-  }
-
-  private static Clock at(Instant instant) {
-    return Clock.fixed(instant, ZoneOffset.UTC);
-  }
-
-  private Set<String> dataFiles(Table table) {
-    Set<String> files = new HashSet<>();
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
-      tasks.forEach(t -> files.add(t.file().location()));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        this.server = server;
+        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        configure();
     }
-    return files;
-  }
 
-  private boolean exists(String location) {
-    String key = location.substring(("s3://" + settings.staging().bucket() + "/").length());
-    return !s3.listObjectsV2(b -> b.bucket(settings.staging().bucket()).prefix(key)).contents().isEmpty();
-  }
-
-  @Test
-  void compactionAfterManySmallMergesLeavesOneFilePerPartitionAndNoDeletes() {
-    for (int i = 0; i < 30; i++) {
-      mergeSmallBatch(60);
+    private void configure() {
+        settings = MaintenanceSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        s3 = server.newClient();
+        store = new StagingStore(s3, settings.staging());
+        stager = new BatchStager(store);
     }
-    Set<String> checkpoint = Checkpoint.read(table());
-    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
 
-    MaintenanceResult.Compaction c = r.compaction();
-    assertTrue(c.dataFilesBefore() > 100, "many small files before: " + c);
-    assertTrue(c.deleteFilesBefore() > 50, "many delete files before: " + c);
-    int partitions = table().spec().fields().isEmpty() ? 1 : 16;
-    assertEquals(partitions, c.dataFilesAfter(), "one file per bucket: " + c);
-    assertEquals(0, c.deleteFilesAfter(), "every delete folded in and removed: " + c);
-    assertEquals(0, c.groupsLeft());
-    assertTableEqualsExpected();
-    assertEquals(checkpoint, Checkpoint.read(table()), "checkpoint carried into the compaction snapshot");
-    assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(PipelineProperties.APPLIED));
-
-    // the compacted files are sorted by key: merges after it still find and replace rows correctly
-    mergeSmallBatch(100);
-    assertTableEqualsExpected();
-  }
-
-  @Test
-  void compactionIsBoundedAndFinishesOverSeveralRuns() {
-    for (int i = 0; i < 12; i++) {
-      mergeSmallBatch(60);
+    /** Stages a batch and merges it: one small commit, as the merger makes every minute. */
+    private MergeResult mergeSmallBatch(int changes) {
+        List<Change> batch = workload.next(changes);
+        assertTrue(stager.stage(StreamEvents.batch(batch).getRecords()).complete());
+        expected.apply(batch);
+        return merger().run();
     }
-    Maintenance bounded = new Maintenance(table(), settings.options().withTargetFileSize(1L << 20).withMaxGroupsPerRun(5),
-        settings.stagingUri(), Clock.systemUTC());
-    MaintenanceResult first = bounded.run(EnumSet.of(MaintenanceTask.COMPACT), false);
-    assertEquals(5, first.compaction().groups());
-    assertTrue(first.compaction().groupsLeft() > 0, first.toString());
-    int runs = 1;
-    MaintenanceResult last = first;
-    while (last.compaction().groupsLeft() > 0) {
-      last = new Maintenance(table(), settings.options().withTargetFileSize(1L << 20).withMaxGroupsPerRun(5),
-          settings.stagingUri(), Clock.systemUTC()).run(EnumSet.of(MaintenanceTask.COMPACT), false);
-      runs++;
-      assertTrue(runs < 10, "compaction does not converge");
+
+    private Merger merger() {
+        return new Merger(catalog, settings.table(), store, UNFOLDED);
     }
-    assertEquals(16, last.compaction().dataFilesAfter());
-    MaintenanceResult again = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-    assertEquals(0, again.compaction().groups(), "compacted files are not rewritten again");
-    assertTableEqualsExpected();
-  }
 
-  @Test
-  void aMergeCommittingBetweenCompactionPlanAndCommitWinsAndCompactionRetriesNextRun() {
-    for (int i = 0; i < 10; i++) {
-      mergeSmallBatch(60);
+    private TableIdentifier tableId() {
+        return TableIdentifier.of(settings.table().namespace(), settings.table().name());
     }
-    MergeResult[] merge = new MergeResult[1];
-    Table hooked = CommitHookCatalog.beforeEachCompaction(catalog, tableId(), t -> merge[0] = mergeSmallBatch(200))
-        .loadTable(tableId());
-    MaintenanceResult r = maintenance(Clock.systemUTC(), hooked).run(EnumSet.of(MaintenanceTask.COMPACT), false);
-    assertTrue(merge[0].rowsReplaced() + merge[0].itemsRemoved() > 0,
-        "the merge deleted rows in files being compacted: " + merge[0]);
-    assertEquals(1, merge[0].commitAttempts(), "the merge was not disturbed");
-    assertEquals(1, r.conflicts().size(), "compaction gave up for this run: " + r);
-    assertTableEqualsExpected();
 
-    MaintenanceResult next = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-    assertEquals(List.of(), next.conflicts());
-    assertTrue(next.compaction().groups() > 0);
-    assertTableEqualsExpected();
-  }
-
-  @Test
-  void aCompactionCommittingBetweenMergePlanAndCommitMakesTheMergeReplan() {
-    for (int i = 0; i < 10; i++) {
-      mergeSmallBatch(60);
+    private Table table() {
+        return catalog.loadTable(tableId());
     }
-    List<Change> batch = workload.next(200);
-    stager.stage(StreamEvents.batch(batch).getRecords());
-    expected.apply(batch);
-    MaintenanceResult[] compaction = new MaintenanceResult[1];
-    Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog, tableId(), t -> {
-      if (compaction[0] == null) {
-        compaction[0] = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-      }
-    });
-    MergeResult r = new Merger(hooked, settings.table(), store, UNFOLDED).run();
-    assertTrue(compaction[0].compaction().groups() > 0);
-    assertEquals(2, r.commitAttempts(), "the merge re-planned against the compacted files");
-    assertTableEqualsExpected();
-  }
 
-  @Test
-  void expiryRemovesOldSnapshotsAndTheirFilesButKeepsTheCheckpointAndTimeTravel() {
-    for (int i = 0; i < 6; i++) {
-      mergeSmallBatch(60);
+    private Maintenance maintenance(Clock clock) {
+        return maintenance(clock, table());
     }
-    Set<String> filesBeforeCompaction = dataFiles(table());
-    run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-    for (int i = 0; i < 6; i++) {
-      mergeSmallBatch(60);
+
+    private Maintenance maintenance(Clock clock, Table table) {
+        // A 16 MB target: a test-sized table's merged files are all small (so there is something to
+        // compact), while one bucket's rows, tens of nested columns wide, still fit in one output file.
+        return new Maintenance(
+                table,
+                settings.options().withTargetFileSize(16L << 20).withManifestThreshold(10),
+                settings.stagingUri(),
+                clock);
     }
-    run(Clock.systemUTC(), MaintenanceTask.COMPACT); // after it, no live snapshot needs the first files
-    mergeSmallBatch(60);
-    Set<String> liveFiles = dataFiles(table());
-    Snapshot lastMerge = Checkpoint.newestMergerSnapshot(table());
-    Set<String> checkpoint = Checkpoint.read(table());
-    long snapshotsBefore = table().snapshots().spliterator().getExactSizeIfKnown();
 
-    MaintenanceResult r = run(at(Instant.now().plus(Duration.ofHours(200))), MaintenanceTask.EXPIRE);
-
-    Table t = table();
-    List<Long> kept = new ArrayList<>();
-    t.snapshots().forEach(s -> kept.add(s.snapshotId()));
-    List<Long> expectedKept = new ArrayList<>();
-    for (Snapshot s : SnapshotUtil.ancestorsOf(t.currentSnapshot().snapshotId(), t::snapshot)) {
-      expectedKept.add(0, s.snapshotId());
-      if (s.snapshotId() == lastMerge.snapshotId()) {
-        break;
-      }
+    private MaintenanceResult run(Clock clock, MaintenanceTask... tasks) {
+        return maintenance(clock).run(EnumSet.copyOf(List.of(tasks)), false);
     }
-    assertEquals(expectedKept, kept,
-        "every snapshot is past the maximum age, yet the newest merger snapshot (it holds the checkpoint) and the"
-            + " maintenance snapshots after it remain");
-    assertTrue(kept.size() < snapshotsBefore, kept.size() + " of " + snapshotsBefore);
-    assertEquals(snapshotsBefore - kept.size(), r.snapshotsExpired(), r.toString());
-    assertEquals(checkpoint, Checkpoint.read(t));
-    assertFalse(filesBeforeCompaction.isEmpty());
-    for (String f : filesBeforeCompaction) {
-      assertFalse(exists(f), "data file only expired snapshots needed is deleted: " + f);
+
+    private void assertTableEqualsExpected() {
+        var want = expected.items();
+        var got = TableItems.read(table());
+        assertTrue(want.equals(got), () -> ExpectedTable.diff(want, got));
     }
-    for (String f : liveFiles) {
-      assertTrue(exists(f), "data file of the current snapshot is kept: " + f);
+
+    private static Clock at(Instant instant) {
+        return Clock.fixed(instant, ZoneOffset.UTC);
     }
-    assertTableEqualsExpected();
-    try (CloseableIterable<Record> rows = IcebergGenerics.read(t).useSnapshot(lastMerge.snapshotId()).build()) {
-      long n = 0;
-      for (Record ignored : rows) {
-        n++;
-      }
-      assertEquals(expected.items().size(), n, "time travel to the kept merger snapshot");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+
+    private Set<String> dataFiles(Table table) {
+        Set<String> files = new HashSet<>();
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            tasks.forEach(t -> files.add(t.file().location()));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return files;
     }
-  }
 
-  @Test
-  void expiryWithTheDefaultsKeepsRecentSnapshots() {
-    for (int i = 0; i < 3; i++) {
-      mergeSmallBatch(30);
+    private boolean exists(String location) {
+        String key = location.substring(("s3://" + settings.staging().bucket() + "/").length());
+        return !s3.listObjectsV2(b -> b.bucket(settings.staging().bucket()).prefix(key))
+                .contents()
+                .isEmpty();
     }
-    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.EXPIRE);
-    assertEquals(0, r.snapshotsExpired(), "nothing is 120 hours old");
-  }
 
-  @Test
-  void orphanCleanupDeletesOnlyOldUnreferencedFilesAndNeverStagedObjects() {
-    mergeSmallBatch(100);
-    String bucket = settings.staging().bucket();
-    String tableKey = table().location().substring(("s3://" + bucket + "/").length());
-    String orphanKey = tableKey + "/data/left-by-a-crashed-commit.parquet";
-    s3.putObject(b -> b.bucket(bucket).key(orphanKey), RequestBody.fromString("not referenced"));
-    List<Change> pending = workload.next(10);
-    stager.stage(StreamEvents.batch(pending).getRecords()); // a staged object waiting for the next merge
-    List<String> staged = s3.listObjectsV2(b -> b.bucket(bucket).prefix("staging/")).contents().stream()
-        .map(S3Object::key).toList();
+    @Test
+    void compactionAfterManySmallMergesLeavesOneFilePerPartitionAndNoDeletes() {
+        for (int i = 0; i < 30; i++) {
+            mergeSmallBatch(60);
+        }
+        Set<String> checkpoint = Checkpoint.read(table());
+        MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
 
-    MaintenanceResult young = run(Clock.systemUTC(), MaintenanceTask.ORPHANS);
-    assertEquals(List.of(), young.orphans(), "a fresh file may belong to a commit in progress");
+        MaintenanceResult.Compaction c = r.compaction();
+        assertTrue(c.dataFilesBefore() > 100, "many small files before: " + c);
+        assertTrue(c.deleteFilesBefore() > 50, "many delete files before: " + c);
+        int partitions = table().spec().fields().isEmpty() ? 1 : 16;
+        assertEquals(partitions, c.dataFilesAfter(), "one file per bucket: " + c);
+        assertEquals(0, c.deleteFilesAfter(), "every delete folded in and removed: " + c);
+        assertEquals(0, c.groupsLeft());
+        assertTableEqualsExpected();
+        assertEquals(checkpoint, Checkpoint.read(table()), "checkpoint carried into the compaction snapshot");
+        assertEquals(
+                Checkpoint.encode(checkpoint),
+                table().currentSnapshot().summary().get(PipelineProperties.APPLIED));
 
-    Clock later = at(Instant.now().plus(Duration.ofDays(4)));
-    MaintenanceResult dry = maintenance(later).run(EnumSet.of(MaintenanceTask.ORPHANS), true);
-    assertEquals(List.of("s3://" + bucket + "/" + orphanKey), dry.orphans());
-    assertTrue(exists("s3://" + bucket + "/" + orphanKey), "a dry run deletes nothing");
-
-    MaintenanceResult real = run(later, MaintenanceTask.ORPHANS);
-    assertEquals(List.of("s3://" + bucket + "/" + orphanKey), real.orphans());
-    assertFalse(exists("s3://" + bucket + "/" + orphanKey));
-    assertEquals(staged, s3.listObjectsV2(b -> b.bucket(bucket).prefix("staging/")).contents().stream()
-        .map(S3Object::key).toList(), "staged objects untouched");
-    assertTableEqualsExpected();
-  }
-
-  @Test
-  void manyManifestsAreRewrittenIntoFewWithTheCheckpointCarried() {
-    for (int i = 0; i < 15; i++) {
-      mergeSmallBatch(40);
+        // the compacted files are sorted by key: merges after it still find and replace rows correctly
+        mergeSmallBatch(100);
+        assertTableEqualsExpected();
     }
-    int before = table().currentSnapshot().allManifests(table().io()).size();
-    Set<String> checkpoint = Checkpoint.read(table());
-    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.MANIFESTS);
-    int after = table().currentSnapshot().allManifests(table().io()).size();
-    assertTrue(r.manifestsRewritten() > 10, r.toString());
-    assertTrue(after < before, before + " manifests before, " + after + " after");
-    assertEquals(Checkpoint.encode(checkpoint), table().currentSnapshot().summary().get(PipelineProperties.APPLIED));
-    assertTableEqualsExpected();
-  }
 
-  @Test
-  void compactionOnFormatV3FoldsDeletionVectorsIn() {
-    env.put("TABLE_FORMAT_VERSION", "3");
-    configure();
-    for (int i = 0; i < 12; i++) {
-      mergeSmallBatch(60);
+    @Test
+    void compactionIsBoundedAndFinishesOverSeveralRuns() {
+        for (int i = 0; i < 12; i++) {
+            mergeSmallBatch(60);
+        }
+        Maintenance bounded = new Maintenance(
+                table(),
+                settings.options().withTargetFileSize(1L << 20).withMaxGroupsPerRun(5),
+                settings.stagingUri(),
+                Clock.systemUTC());
+        MaintenanceResult first = bounded.run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        assertEquals(5, first.compaction().groups());
+        assertTrue(first.compaction().groupsLeft() > 0, first.toString());
+        int runs = 1;
+        MaintenanceResult last = first;
+        while (last.compaction().groupsLeft() > 0) {
+            last = new Maintenance(
+                            table(),
+                            settings.options().withTargetFileSize(1L << 20).withMaxGroupsPerRun(5),
+                            settings.stagingUri(),
+                            Clock.systemUTC())
+                    .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+            runs++;
+            assertTrue(runs < 10, "compaction does not converge");
+        }
+        assertEquals(16, last.compaction().dataFilesAfter());
+        MaintenanceResult again = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertEquals(0, again.compaction().groups(), "compacted files are not rewritten again");
+        assertTableEqualsExpected();
     }
-    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-    assertTrue(r.compaction().deleteFilesBefore() > 0, r.toString());
-    assertEquals(0, r.compaction().deleteFilesAfter(), "deletion vectors of rewritten files removed: " + r);
-    assertTableEqualsExpected();
-    mergeSmallBatch(100);
-    assertTableEqualsExpected();
-  }
 
-  @Test
-  void aTableWithAnotherPartitionSpecIsMergedAndCompactedCorrectly() {
-    env.put("PARTITION_SPEC", "truncate(6, pk), bucket(4, sk)");
-    env.put("PARTITION_KEY", "pk");
-    configure();
-    for (int i = 0; i < 8; i++) {
-      mergeSmallBatch(80);
-    }
-    assertEquals(2, table().spec().fields().size());
-    run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-    assertTableEqualsExpected();
-    mergeSmallBatch(100);
-    assertTableEqualsExpected();
-  }
+    @Test
+    void aMergeCommittingBetweenCompactionPlanAndCommitWinsAndCompactionRetriesNextRun() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(60);
+        }
+        MergeResult[] merge = new MergeResult[1];
+        Table hooked = CommitHookCatalog.beforeEachCompaction(catalog, tableId(), t -> merge[0] = mergeSmallBatch(200))
+                .loadTable(tableId());
+        MaintenanceResult r = maintenance(Clock.systemUTC(), hooked).run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        assertTrue(
+                merge[0].rowsReplaced() + merge[0].itemsRemoved() > 0,
+                "the merge deleted rows in files being compacted: " + merge[0]);
+        assertEquals(1, merge[0].commitAttempts(), "the merge was not disturbed");
+        assertEquals(1, r.conflicts().size(), "compaction gave up for this run: " + r);
+        assertTableEqualsExpected();
 
-  @Test
-  void anUnpartitionedTableWorksToo() {
-    env.put("PARTITION_SPEC", "none");
-    configure();
-    for (int i = 0; i < 8; i++) {
-      mergeSmallBatch(80);
+        MaintenanceResult next = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertEquals(List.of(), next.conflicts());
+        assertTrue(next.compaction().groups() > 0);
+        assertTableEqualsExpected();
     }
-    assertTrue(table().spec().isUnpartitioned());
-    MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
-    assertEquals(1, r.compaction().dataFilesAfter(), r.toString());
-    assertTableEqualsExpected();
-  }
 
-  @Test
-  void aDryRunChangesNothing() {
-    for (int i = 0; i < 10; i++) {
-      mergeSmallBatch(50);
+    @Test
+    void aCompactionCommittingBetweenMergePlanAndCommitMakesTheMergeReplan() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(60);
+        }
+        List<Change> batch = workload.next(200);
+        stager.stage(StreamEvents.batch(batch).getRecords());
+        expected.apply(batch);
+        MaintenanceResult[] compaction = new MaintenanceResult[1];
+        Catalog hooked = CommitHookCatalog.beforeEachSnapshot(catalog, tableId(), t -> {
+            if (compaction[0] == null) {
+                compaction[0] = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+            }
+        });
+        MergeResult r = new Merger(hooked, settings.table(), store, UNFOLDED).run();
+        assertTrue(compaction[0].compaction().groups() > 0);
+        assertEquals(2, r.commitAttempts(), "the merge re-planned against the compacted files");
+        assertTableEqualsExpected();
     }
-    long snapshot = table().currentSnapshot().snapshotId();
-    MaintenanceResult r = maintenance(at(Instant.now().plus(Duration.ofDays(10))))
-        .run(EnumSet.allOf(MaintenanceTask.class), true);
-    assertTrue(r.dryRun());
-    assertTrue(r.compaction().groups() > 0 && r.snapshotsExpired() > 0, r.toString());
-    assertEquals(snapshot, table().currentSnapshot().snapshotId());
-  }
+
+    @Test
+    void expiryRemovesOldSnapshotsAndTheirFilesButKeepsTheCheckpointAndTimeTravel() {
+        for (int i = 0; i < 6; i++) {
+            mergeSmallBatch(60);
+        }
+        Set<String> filesBeforeCompaction = dataFiles(table());
+        run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        for (int i = 0; i < 6; i++) {
+            mergeSmallBatch(60);
+        }
+        run(Clock.systemUTC(), MaintenanceTask.COMPACT); // after it, no live snapshot needs the first files
+        mergeSmallBatch(60);
+        Set<String> liveFiles = dataFiles(table());
+        Snapshot lastMerge = Checkpoint.newestMergerSnapshot(table());
+        Set<String> checkpoint = Checkpoint.read(table());
+        long snapshotsBefore = table().snapshots().spliterator().getExactSizeIfKnown();
+
+        MaintenanceResult r = run(at(Instant.now().plus(Duration.ofHours(200))), MaintenanceTask.EXPIRE);
+
+        Table t = table();
+        List<Long> kept = new ArrayList<>();
+        t.snapshots().forEach(s -> kept.add(s.snapshotId()));
+        List<Long> expectedKept = new ArrayList<>();
+        for (Snapshot s : SnapshotUtil.ancestorsOf(t.currentSnapshot().snapshotId(), t::snapshot)) {
+            expectedKept.add(0, s.snapshotId());
+            if (s.snapshotId() == lastMerge.snapshotId()) {
+                break;
+            }
+        }
+        assertEquals(
+                expectedKept,
+                kept,
+                "every snapshot is past the maximum age, yet the newest merger snapshot (it holds the checkpoint) and the"
+                        + " maintenance snapshots after it remain");
+        assertTrue(kept.size() < snapshotsBefore, kept.size() + " of " + snapshotsBefore);
+        assertEquals(snapshotsBefore - kept.size(), r.snapshotsExpired(), r.toString());
+        assertEquals(checkpoint, Checkpoint.read(t));
+        assertFalse(filesBeforeCompaction.isEmpty());
+        for (String f : filesBeforeCompaction) {
+            assertFalse(exists(f), "data file only expired snapshots needed is deleted: " + f);
+        }
+        for (String f : liveFiles) {
+            assertTrue(exists(f), "data file of the current snapshot is kept: " + f);
+        }
+        assertTableEqualsExpected();
+        try (CloseableIterable<Record> rows =
+                IcebergGenerics.read(t).useSnapshot(lastMerge.snapshotId()).build()) {
+            long n = 0;
+            for (Record ignored : rows) {
+                n++;
+            }
+            assertEquals(expected.items().size(), n, "time travel to the kept merger snapshot");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Test
+    void expiryWithTheDefaultsKeepsRecentSnapshots() {
+        for (int i = 0; i < 3; i++) {
+            mergeSmallBatch(30);
+        }
+        MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.EXPIRE);
+        assertEquals(0, r.snapshotsExpired(), "nothing is 120 hours old");
+    }
+
+    @Test
+    void orphanCleanupDeletesOnlyOldUnreferencedFilesAndNeverStagedObjects() {
+        mergeSmallBatch(100);
+        String bucket = settings.staging().bucket();
+        String tableKey = table().location().substring(("s3://" + bucket + "/").length());
+        String orphanKey = tableKey + "/data/left-by-a-crashed-commit.parquet";
+        s3.putObject(b -> b.bucket(bucket).key(orphanKey), RequestBody.fromString("not referenced"));
+        List<Change> pending = workload.next(10);
+        stager.stage(StreamEvents.batch(pending).getRecords()); // a staged object waiting for the next merge
+        List<String> staged = s3.listObjectsV2(b -> b.bucket(bucket).prefix("staging/")).contents().stream()
+                .map(S3Object::key)
+                .toList();
+
+        MaintenanceResult young = run(Clock.systemUTC(), MaintenanceTask.ORPHANS);
+        assertEquals(List.of(), young.orphans(), "a fresh file may belong to a commit in progress");
+
+        Clock later = at(Instant.now().plus(Duration.ofDays(4)));
+        MaintenanceResult dry = maintenance(later).run(EnumSet.of(MaintenanceTask.ORPHANS), true);
+        assertEquals(List.of("s3://" + bucket + "/" + orphanKey), dry.orphans());
+        assertTrue(exists("s3://" + bucket + "/" + orphanKey), "a dry run deletes nothing");
+
+        MaintenanceResult real = run(later, MaintenanceTask.ORPHANS);
+        assertEquals(List.of("s3://" + bucket + "/" + orphanKey), real.orphans());
+        assertFalse(exists("s3://" + bucket + "/" + orphanKey));
+        assertEquals(
+                staged,
+                s3.listObjectsV2(b -> b.bucket(bucket).prefix("staging/")).contents().stream()
+                        .map(S3Object::key)
+                        .toList(),
+                "staged objects untouched");
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void manyManifestsAreRewrittenIntoFewWithTheCheckpointCarried() {
+        for (int i = 0; i < 15; i++) {
+            mergeSmallBatch(40);
+        }
+        int before = table().currentSnapshot().allManifests(table().io()).size();
+        Set<String> checkpoint = Checkpoint.read(table());
+        MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.MANIFESTS);
+        int after = table().currentSnapshot().allManifests(table().io()).size();
+        assertTrue(r.manifestsRewritten() > 10, r.toString());
+        assertTrue(after < before, before + " manifests before, " + after + " after");
+        assertEquals(
+                Checkpoint.encode(checkpoint),
+                table().currentSnapshot().summary().get(PipelineProperties.APPLIED));
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void compactionOnFormatV3FoldsDeletionVectorsIn() {
+        env.put("TABLE_FORMAT_VERSION", "3");
+        configure();
+        for (int i = 0; i < 12; i++) {
+            mergeSmallBatch(60);
+        }
+        MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertTrue(r.compaction().deleteFilesBefore() > 0, r.toString());
+        assertEquals(0, r.compaction().deleteFilesAfter(), "deletion vectors of rewritten files removed: " + r);
+        assertTableEqualsExpected();
+        mergeSmallBatch(100);
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void aTableWithAnotherPartitionSpecIsMergedAndCompactedCorrectly() {
+        env.put("PARTITION_SPEC", "truncate(6, pk), bucket(4, sk)");
+        env.put("PARTITION_KEY", "pk");
+        configure();
+        for (int i = 0; i < 8; i++) {
+            mergeSmallBatch(80);
+        }
+        assertEquals(2, table().spec().fields().size());
+        run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertTableEqualsExpected();
+        mergeSmallBatch(100);
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void anUnpartitionedTableWorksToo() {
+        env.put("PARTITION_SPEC", "none");
+        configure();
+        for (int i = 0; i < 8; i++) {
+            mergeSmallBatch(80);
+        }
+        assertTrue(table().spec().isUnpartitioned());
+        MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertEquals(1, r.compaction().dataFilesAfter(), r.toString());
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void aDryRunChangesNothing() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(50);
+        }
+        long snapshot = table().currentSnapshot().snapshotId();
+        MaintenanceResult r = maintenance(at(Instant.now().plus(Duration.ofDays(10))))
+                .run(EnumSet.allOf(MaintenanceTask.class), true);
+        assertTrue(r.dryRun());
+        assertTrue(r.compaction().groups() > 0 && r.snapshotsExpired() > 0, r.toString());
+        assertEquals(snapshot, table().currentSnapshot().snapshotId());
+    }
 }

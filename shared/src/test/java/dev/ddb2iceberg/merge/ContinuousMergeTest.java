@@ -8,13 +8,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Path;
@@ -42,200 +42,233 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(S3ServerExtension.class)
 class ContinuousMergeTest {
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Instant T0 = Instant.parse("2026-11-30T12:00:00Z");
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Instant T0 = Instant.parse("2026-11-30T12:00:00Z");
 
-  @TempDir Path dir;
-  private final Map<String, String> env = new HashMap<>();
-  private final ExpectedTable model = new ExpectedTable();
-  private final KeyedWorkload workload = new KeyedWorkload(7, 200);
-  private MergerSettings settings;
-  private Catalog catalog;
-  private StagingStore store;
-  private EmbeddedS3Server server;
-  private final MovableClock clock = new MovableClock(T0);
+    @TempDir
+    Path dir;
 
-  /** A clock only the test moves. */
-  static final class MovableClock extends Clock {
-    private Instant now;
+    private final Map<String, String> env = new HashMap<>();
+    private final ExpectedTable model = new ExpectedTable();
+    private final KeyedWorkload workload = new KeyedWorkload(7, 200);
+    private MergerSettings settings;
+    private Catalog catalog;
+    private StagingStore store;
+    private EmbeddedS3Server server;
+    private final MovableClock clock = new MovableClock(T0);
 
-    MovableClock(Instant now) {
-      this.now = now;
+    /** A clock only the test moves. */
+    static final class MovableClock extends Clock {
+        private Instant now;
+
+        MovableClock(Instant now) {
+            this.now = now;
+        }
+
+        void set(Instant t) {
+            if (t.isAfter(now)) {
+                now = t;
+            }
+        }
+
+        void advance(Duration d) {
+            now = now.plus(d);
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
     }
 
-    void set(Instant t) {
-      if (t.isAfter(now)) {
-        now = t;
-      }
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        this.server = server;
+        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        env.put("MERGE_MODE", "continuous");
+        settings = MergerSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        store = new StagingStore(server.newClient(), settings.staging());
     }
 
-    void advance(Duration d) {
-      now = now.plus(d);
+    /** One batch of the stream, staged as the stager would, and remembered in the model. */
+    private void stageBatch(int changes) {
+        List<Change> batch = workload.next(changes);
+        BatchStager.Result r =
+                new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+        assertTrue(r.complete(), "staging failed: " + r.failure());
+        model.apply(batch);
     }
 
-    @Override
-    public Instant instant() {
-      return now;
+    private void assertTableEqualsModel() {
+        var table = catalog.loadTable(TableIdentifier.of(
+                settings.table().namespace(), settings.table().name()));
+        var actual = TableItems.read(table);
+        assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
     }
 
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
+    /** A merge by the real merger that takes {@code durations[i]} of the test's time (the last one repeats). */
+    private final class TimedMerges {
+        final List<Instant[]> spans = new ArrayList<>();
+        private final Duration[] durations;
+
+        TimedMerges(Duration... durations) {
+            this.durations = durations;
+        }
+
+        MergeResult run() {
+            Instant start = clock.instant();
+            MergeResult r = new Merger(catalog, settings.table(), store, settings.options()).run();
+            clock.advance(durations[Math.min(spans.size(), durations.length - 1)]);
+            spans.add(new Instant[] {start, clock.instant()});
+            return r;
+        }
     }
 
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
+    @Test
+    void aRunNeverStartsAMergeItCannotCommitBeforeItsDeadlineAndTheNextRunPicksUpCleanly() {
+        stageBatch(30);
+        // Merges slow down as the run goes on (2, 3, 4, 6 s...), each within twice the longest before it,
+        // so a merge started on the rule's estimate commits in time, and one started on less would not.
+        TimedMerges merges = new TimedMerges(
+                Duration.ofSeconds(2),
+                Duration.ofSeconds(3),
+                Duration.ofSeconds(4),
+                Duration.ofSeconds(6),
+                Duration.ofSeconds(8),
+                Duration.ofSeconds(12),
+                Duration.ofSeconds(16));
+        // The stream keeps flowing: every wait ends with a new batch staged.
+        ContinuousMerge.Pause streamFlows = t -> {
+            clock.set(t);
+            stageBatch(10);
+        };
+        Instant deadline = T0.plus(settings.continuous().runLength());
+        ContinuousMerge.Result run = new ContinuousMerge(
+                        settings.continuous(), merges::run, store::anyStaged, clock, streamFlows)
+                .run(deadline);
+
+        assertEquals(
+                ContinuousMerge.Stop.DEADLINE, run.stoppedBecause(), "a run with changes flowing ends at its deadline");
+        for (Instant[] span : merges.spans) {
+            assertFalse(
+                    span[1].isAfter(deadline),
+                    "a merge ran from " + span[0] + " to " + span[1] + ", past the deadline " + deadline);
+        }
+        Duration needed = Duration.ofMillis(run.longestMergeMillis()).multipliedBy(2);
+        assertTrue(
+                clock.instant().plus(needed).isAfter(deadline),
+                "the run stopped at " + clock.instant() + " although another merge (needing " + needed + ") fit before "
+                        + deadline);
+        assertTrue(merges.spans.size() >= 6, "merges in 57 s at a 5 s interval: " + merges.spans.size());
+        assertEquals(merges.spans.size(), run.commits(), "every merge had changes to commit");
+
+        // The stream goes on between runs; what it stages waits for the next scheduled run.
+        stageBatch(10);
+        clock.set(T0.plus(Duration.ofMinutes(1)));
+        TimedMerges quick = new TimedMerges(Duration.ofSeconds(1));
+        ContinuousMerge.Result next = new ContinuousMerge(
+                        settings.continuous(), quick::run, store::anyStaged, clock, clock::set)
+                .run(clock.instant().plus(settings.continuous().runLength()));
+        assertEquals(ContinuousMerge.Stop.IDLE, next.stoppedBecause(), "nothing more arrives: the run ends idle");
+        assertEquals(1, next.commits(), "the next run merges what waited, once");
+        assertFalse(store.anyStaged(), "nothing is left staged");
+        assertTableEqualsModel();
     }
-  }
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    this.server = server;
-    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-    env.put("MERGE_MODE", "continuous");
-    settings = MergerSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    store = new StagingStore(server.newClient(), settings.staging());
-  }
+    @Test
+    void aRunThatFindsNothingStagedReturnsAtOnceAndOneThatStopsReceivingReturnsAfterTheIdleTime() {
+        TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
+        List<Instant> waits = new ArrayList<>();
+        ContinuousMerge.Pause pause = t -> {
+            waits.add(t);
+            clock.set(t);
+        };
+        ContinuousMerge.Result empty = new ContinuousMerge(
+                        settings.continuous(), merges::run, store::anyStaged, clock, pause)
+                .run(T0.plus(Duration.ofSeconds(55)));
+        assertEquals(ContinuousMerge.Stop.NOTHING_STAGED, empty.stoppedBecause());
+        assertEquals(1, empty.merges().size(), "one look, as a scheduled run would");
+        assertEquals(List.of(), waits, "an idle minute does not wait");
 
-  /** One batch of the stream, staged as the stager would, and remembered in the model. */
-  private void stageBatch(int changes) {
-    List<Change> batch = workload.next(changes);
-    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-    assertTrue(r.complete(), "staging failed: " + r.failure());
-    model.apply(batch);
-  }
-
-  private void assertTableEqualsModel() {
-    var table = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
-    var actual = TableItems.read(table);
-    assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
-  }
-
-  /** A merge by the real merger that takes {@code durations[i]} of the test's time (the last one repeats). */
-  private final class TimedMerges {
-    final List<Instant[]> spans = new ArrayList<>();
-    private final Duration[] durations;
-
-    TimedMerges(Duration... durations) {
-      this.durations = durations;
+        stageBatch(20);
+        Instant start = clock.instant();
+        ContinuousMerge.Result quiet = new ContinuousMerge(
+                        settings.continuous(), merges::run, store::anyStaged, clock, pause)
+                .run(start.plus(Duration.ofSeconds(55)));
+        assertEquals(ContinuousMerge.Stop.IDLE, quiet.stoppedBecause());
+        assertEquals(1, quiet.commits());
+        // Merge at 0 s; looks every 5 s find nothing; then nothing has come for longer than the idle time.
+        List<Instant> expected = new ArrayList<>();
+        Duration interval = settings.continuous().interval();
+        for (Instant t = start.plus(interval);
+                !t.isAfter(start.plus(settings.continuous().idle()));
+                t = t.plus(interval)) {
+            expected.add(t);
+        }
+        assertEquals(6, expected.size(), "looks in 30 s at 5 s intervals");
+        assertEquals(
+                expected,
+                waits,
+                "the run looks every MERGE_INTERVAL_SECONDS until MERGE_IDLE_SECONDS pass with nothing staged");
+        assertTableEqualsModel();
     }
 
-    MergeResult run() {
-      Instant start = clock.instant();
-      MergeResult r = new Merger(catalog, settings.table(), store, settings.options()).run();
-      clock.advance(durations[Math.min(spans.size(), durations.length - 1)]);
-      spans.add(new Instant[] {start, clock.instant()});
-      return r;
+    @Test
+    void aBacklogIsMergedAtOnceWithoutWaitingForTheInterval() {
+        for (int i = 0; i < 5; i++) {
+            stageBatch(20);
+        }
+        settings = new MergerSettings(
+                settings.staging(),
+                settings.s3(),
+                settings.catalog(),
+                settings.table(),
+                settings.options().withMaxChanges(20),
+                settings.continuous());
+        TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
+        List<Instant> waits = new ArrayList<>();
+        ContinuousMerge.Result run = new ContinuousMerge(
+                        settings.continuous(), merges::run, store::anyStaged, clock, t -> {
+                            waits.add(t);
+                            clock.set(t);
+                        })
+                .run(T0.plus(Duration.ofSeconds(55)));
+        assertEquals(5, run.commits(), "one object (20 changes) a merge");
+        for (int i = 1; i < 5; i++) {
+            assertEquals(
+                    merges.spans.get(i - 1)[1],
+                    merges.spans.get(i)[0],
+                    "merge " + i + " started when the one before" + " ended, since that one left a backlog");
+        }
+        assertEquals(ContinuousMerge.Stop.IDLE, run.stoppedBecause());
+        assertTableEqualsModel();
     }
-  }
 
-  @Test
-  void aRunNeverStartsAMergeItCannotCommitBeforeItsDeadlineAndTheNextRunPicksUpCleanly() {
-    stageBatch(30);
-    // Merges slow down as the run goes on (2, 3, 4, 6 s...), each within twice the longest before it,
-    // so a merge started on the rule's estimate commits in time, and one started on less would not.
-    TimedMerges merges = new TimedMerges(Duration.ofSeconds(2), Duration.ofSeconds(3), Duration.ofSeconds(4),
-        Duration.ofSeconds(6), Duration.ofSeconds(8), Duration.ofSeconds(12), Duration.ofSeconds(16));
-    // The stream keeps flowing: every wait ends with a new batch staged.
-    ContinuousMerge.Pause streamFlows = t -> {
-      clock.set(t);
-      stageBatch(10);
-    };
-    Instant deadline = T0.plus(settings.continuous().runLength());
-    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
-        streamFlows).run(deadline);
-
-    assertEquals(ContinuousMerge.Stop.DEADLINE, run.stoppedBecause(), "a run with changes flowing ends at its deadline");
-    for (Instant[] span : merges.spans) {
-      assertFalse(span[1].isAfter(deadline), "a merge ran from " + span[0] + " to " + span[1] + ", past the deadline "
-          + deadline);
+    @Test
+    void aRunWhoseMergesAreHeldForAParallelLoadEndsAfterItsFirstLookInsteadOfSpinning() {
+        stageBatch(20);
+        env.put("INITIAL_LOAD", "parallel-export"); // no export loaded yet: merges wait
+        settings = MergerSettings.from(new Environment(env));
+        TimedMerges merges = new TimedMerges(Duration.ofMillis(200));
+        ContinuousMerge.Result run = new ContinuousMerge(
+                        settings.continuous(), merges::run, store::anyStaged, clock, t -> clock.set(t))
+                .run(T0.plus(Duration.ofSeconds(55)));
+        assertEquals(ContinuousMerge.Stop.HELD, run.stoppedBecause());
+        assertEquals(1, run.merges().size(), "one look, then the run returns: " + run.merges());
+        assertEquals(1, run.merges().get(0).backlogObjects(), "the staged batch waits");
+        assertTrue(
+                run.merges().get(0).heldBecause().contains("INITIAL_LOAD=parallel-export"),
+                run.merges().get(0).heldBecause());
     }
-    Duration needed = Duration.ofMillis(run.longestMergeMillis()).multipliedBy(2);
-    assertTrue(clock.instant().plus(needed).isAfter(deadline),
-        "the run stopped at " + clock.instant() + " although another merge (needing " + needed + ") fit before " + deadline);
-    assertTrue(merges.spans.size() >= 6, "merges in 57 s at a 5 s interval: " + merges.spans.size());
-    assertEquals(merges.spans.size(), run.commits(), "every merge had changes to commit");
-
-    // The stream goes on between runs; what it stages waits for the next scheduled run.
-    stageBatch(10);
-    clock.set(T0.plus(Duration.ofMinutes(1)));
-    TimedMerges quick = new TimedMerges(Duration.ofSeconds(1));
-    ContinuousMerge.Result next = new ContinuousMerge(settings.continuous(), quick::run, store::anyStaged, clock,
-        clock::set).run(clock.instant().plus(settings.continuous().runLength()));
-    assertEquals(ContinuousMerge.Stop.IDLE, next.stoppedBecause(), "nothing more arrives: the run ends idle");
-    assertEquals(1, next.commits(), "the next run merges what waited, once");
-    assertFalse(store.anyStaged(), "nothing is left staged");
-    assertTableEqualsModel();
-  }
-
-  @Test
-  void aRunThatFindsNothingStagedReturnsAtOnceAndOneThatStopsReceivingReturnsAfterTheIdleTime() {
-    TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
-    List<Instant> waits = new ArrayList<>();
-    ContinuousMerge.Pause pause = t -> {
-      waits.add(t);
-      clock.set(t);
-    };
-    ContinuousMerge.Result empty = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
-        pause).run(T0.plus(Duration.ofSeconds(55)));
-    assertEquals(ContinuousMerge.Stop.NOTHING_STAGED, empty.stoppedBecause());
-    assertEquals(1, empty.merges().size(), "one look, as a scheduled run would");
-    assertEquals(List.of(), waits, "an idle minute does not wait");
-
-    stageBatch(20);
-    Instant start = clock.instant();
-    ContinuousMerge.Result quiet = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
-        pause).run(start.plus(Duration.ofSeconds(55)));
-    assertEquals(ContinuousMerge.Stop.IDLE, quiet.stoppedBecause());
-    assertEquals(1, quiet.commits());
-    // Merge at 0 s; looks every 5 s find nothing; then nothing has come for longer than the idle time.
-    List<Instant> expected = new ArrayList<>();
-    Duration interval = settings.continuous().interval();
-    for (Instant t = start.plus(interval); !t.isAfter(start.plus(settings.continuous().idle())); t = t.plus(interval)) {
-      expected.add(t);
-    }
-    assertEquals(6, expected.size(), "looks in 30 s at 5 s intervals");
-    assertEquals(expected, waits,
-        "the run looks every MERGE_INTERVAL_SECONDS until MERGE_IDLE_SECONDS pass with nothing staged");
-    assertTableEqualsModel();
-  }
-
-  @Test
-  void aBacklogIsMergedAtOnceWithoutWaitingForTheInterval() {
-    for (int i = 0; i < 5; i++) {
-      stageBatch(20);
-    }
-    settings = new MergerSettings(settings.staging(), settings.s3(), settings.catalog(), settings.table(),
-        settings.options().withMaxChanges(20), settings.continuous());
-    TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
-    List<Instant> waits = new ArrayList<>();
-    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock, t -> {
-      waits.add(t);
-      clock.set(t);
-    }).run(T0.plus(Duration.ofSeconds(55)));
-    assertEquals(5, run.commits(), "one object (20 changes) a merge");
-    for (int i = 1; i < 5; i++) {
-      assertEquals(merges.spans.get(i - 1)[1], merges.spans.get(i)[0], "merge " + i + " started when the one before"
-          + " ended, since that one left a backlog");
-    }
-    assertEquals(ContinuousMerge.Stop.IDLE, run.stoppedBecause());
-    assertTableEqualsModel();
-  }
-
-  @Test
-  void aRunWhoseMergesAreHeldForAParallelLoadEndsAfterItsFirstLookInsteadOfSpinning() {
-    stageBatch(20);
-    env.put("INITIAL_LOAD", "parallel-export"); // no export loaded yet: merges wait
-    settings = MergerSettings.from(new Environment(env));
-    TimedMerges merges = new TimedMerges(Duration.ofMillis(200));
-    ContinuousMerge.Result run = new ContinuousMerge(settings.continuous(), merges::run, store::anyStaged, clock,
-        t -> clock.set(t)).run(T0.plus(Duration.ofSeconds(55)));
-    assertEquals(ContinuousMerge.Stop.HELD, run.stoppedBecause());
-    assertEquals(1, run.merges().size(), "one look, then the run returns: " + run.merges());
-    assertEquals(1, run.merges().get(0).backlogObjects(), "the staged batch waits");
-    assertTrue(run.merges().get(0).heldBecause().contains("INITIAL_LOAD=parallel-export"),
-        run.merges().get(0).heldBecause());
-  }
 }

@@ -16,73 +16,80 @@ import org.junit.jupiter.api.Test;
 
 class StagedFormatTest {
 
-  @Test
-  void randomChangesOfEveryTypeRoundTripExactly() {
-    for (long seed = 1; seed <= 50; seed++) {
-      List<Change> in = RandomChanges.generate(seed, 1 + (int) (seed * 7 % 200));
-      List<Change> out = StagedFormat.read(StagedFormat.write(in), "seed-" + seed);
-      assertEquals(in.size(), out.size(), "change count, seed " + seed);
-      for (int i = 0; i < in.size(); i++) {
-        assertEquals(in.get(i), out.get(i), "change " + i + " of seed " + seed);
-      }
+    @Test
+    void randomChangesOfEveryTypeRoundTripExactly() {
+        for (long seed = 1; seed <= 50; seed++) {
+            List<Change> in = RandomChanges.generate(seed, 1 + (int) (seed * 7 % 200));
+            List<Change> out = StagedFormat.read(StagedFormat.write(in), "seed-" + seed);
+            assertEquals(in.size(), out.size(), "change count, seed " + seed);
+            for (int i = 0; i < in.size(); i++) {
+                assertEquals(in.get(i), out.get(i), "change " + i + " of seed " + seed);
+            }
+        }
     }
-  }
 
-  @Test
-  void keepsNumbersAsTheirExactDecimalText() {
-    Map<String, DdbValue> keys = Map.of("id", new DdbValue.N("12345678901234567890123456789012345678"));
-    Map<String, DdbValue> image = new LinkedHashMap<>(keys);
-    image.put("tiny", new DdbValue.N("-1.000000000000000000000000000000000000E-130"));
-    image.put("trailing", new DdbValue.N("1.50"));
-    image.put("bin", new DdbValue.B(new byte[] {0, -1, 127, -128}));
-    Change c = new Change(keys, Operation.INSERT, image, "1", 5L, false);
-    Change back = StagedFormat.read(StagedFormat.write(List.of(c)), "exact").get(0);
-    assertEquals("12345678901234567890123456789012345678", ((DdbValue.N) back.keys().get("id")).text());
-    assertEquals("-1.000000000000000000000000000000000000E-130", ((DdbValue.N) back.newImage().get("tiny")).text());
-    assertEquals("1.50", ((DdbValue.N) back.newImage().get("trailing")).text());
-    assertTrue(Arrays.equals(new byte[] {0, -1, 127, -128}, ((DdbValue.B) back.newImage().get("bin")).bytes()));
-  }
-
-  @Test
-  void truncatedObjectIsRejectedWithItsName() {
-    byte[] full = StagedFormat.write(RandomChanges.generate(7, 100));
-    for (int cut : new int[] {full.length - 1, full.length - 8, full.length / 2, 12}) {
-      byte[] truncated = Arrays.copyOf(full, cut);
-      CorruptStagedObjectException e = assertThrows(CorruptStagedObjectException.class,
-          () -> StagedFormat.read(truncated, "staging/x.ddbstage"), "cut at " + cut);
-      assertTrue(e.getMessage().startsWith("'staging/x.ddbstage'"), e.getMessage());
+    @Test
+    void keepsNumbersAsTheirExactDecimalText() {
+        Map<String, DdbValue> keys = Map.of("id", new DdbValue.N("12345678901234567890123456789012345678"));
+        Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+        image.put("tiny", new DdbValue.N("-1.000000000000000000000000000000000000E-130"));
+        image.put("trailing", new DdbValue.N("1.50"));
+        image.put("bin", new DdbValue.B(new byte[] {0, -1, 127, -128}));
+        Change c = new Change(keys, Operation.INSERT, image, "1", 5L, false);
+        Change back = StagedFormat.read(StagedFormat.write(List.of(c)), "exact").get(0);
+        assertEquals(
+                "12345678901234567890123456789012345678",
+                ((DdbValue.N) back.keys().get("id")).text());
+        assertEquals(
+                "-1.000000000000000000000000000000000000E-130",
+                ((DdbValue.N) back.newImage().get("tiny")).text());
+        assertEquals("1.50", ((DdbValue.N) back.newImage().get("trailing")).text());
+        assertTrue(Arrays.equals(
+                new byte[] {0, -1, 127, -128}, ((DdbValue.B) back.newImage().get("bin")).bytes()));
     }
-  }
 
-  @Test
-  void damagedBodyIsRejected() {
-    byte[] object = StagedFormat.write(RandomChanges.generate(8, 100));
-    object[object.length / 2] ^= 0x55;
-    assertThrows(CorruptStagedObjectException.class, () -> StagedFormat.read(object, "damaged"));
-  }
+    @Test
+    void truncatedObjectIsRejectedWithItsName() {
+        byte[] full = StagedFormat.write(RandomChanges.generate(7, 100));
+        for (int cut : new int[] {full.length - 1, full.length - 8, full.length / 2, 12}) {
+            byte[] truncated = Arrays.copyOf(full, cut);
+            CorruptStagedObjectException e = assertThrows(
+                    CorruptStagedObjectException.class,
+                    () -> StagedFormat.read(truncated, "staging/x.ddbstage"),
+                    "cut at " + cut);
+            assertTrue(e.getMessage().startsWith("'staging/x.ddbstage'"), e.getMessage());
+        }
+    }
 
-  @Test
-  void unknownFormatVersionIsRefusedByName() {
-    byte[] object = StagedFormat.write(RandomChanges.generate(9, 3));
-    object[StagedFormat.MAGIC.length] = 2;
-    CorruptStagedObjectException e = assertThrows(CorruptStagedObjectException.class,
-        () -> StagedFormat.read(object, "future"));
-    assertTrue(e.getMessage().contains("format version 2"), e.getMessage());
-  }
+    @Test
+    void damagedBodyIsRejected() {
+        byte[] object = StagedFormat.write(RandomChanges.generate(8, 100));
+        object[object.length / 2] ^= 0x55;
+        assertThrows(CorruptStagedObjectException.class, () -> StagedFormat.read(object, "damaged"));
+    }
 
-  @Test
-  void foreignObjectIsRecognisedAsNotStaged() {
-    CorruptStagedObjectException e = assertThrows(CorruptStagedObjectException.class,
-        () -> StagedFormat.read("{\"hello\": 1}".getBytes(), "notes.json"));
-    assertTrue(e.getMessage().contains("not a staged object"), e.getMessage());
-  }
+    @Test
+    void unknownFormatVersionIsRefusedByName() {
+        byte[] object = StagedFormat.write(RandomChanges.generate(9, 3));
+        object[StagedFormat.MAGIC.length] = 2;
+        CorruptStagedObjectException e =
+                assertThrows(CorruptStagedObjectException.class, () -> StagedFormat.read(object, "future"));
+        assertTrue(e.getMessage().contains("format version 2"), e.getMessage());
+    }
 
-  @Test
-  void objectNamesSortOldestFirstAndParseBack() {
-    StagedObjectName a = StagedObjectName.of("staging/", "9", "99");
-    StagedObjectName b = StagedObjectName.of("staging/", "10", "11");
-    assertTrue(a.key().compareTo(b.key()) < 0, a.key() + " before " + b.key());
-    assertEquals(a, StagedObjectName.parse("staging/", a.key()));
-    assertEquals(null, StagedObjectName.parse("staging/", "staging/readme.txt"));
-  }
+    @Test
+    void foreignObjectIsRecognisedAsNotStaged() {
+        CorruptStagedObjectException e = assertThrows(
+                CorruptStagedObjectException.class, () -> StagedFormat.read("{\"hello\": 1}".getBytes(), "notes.json"));
+        assertTrue(e.getMessage().contains("not a staged object"), e.getMessage());
+    }
+
+    @Test
+    void objectNamesSortOldestFirstAndParseBack() {
+        StagedObjectName a = StagedObjectName.of("staging/", "9", "99");
+        StagedObjectName b = StagedObjectName.of("staging/", "10", "11");
+        assertTrue(a.key().compareTo(b.key()) < 0, a.key() + " before " + b.key());
+        assertEquals(a, StagedObjectName.parse("staging/", a.key()));
+        assertEquals(null, StagedObjectName.parse("staging/", "staging/readme.txt"));
+    }
 }

@@ -1,12 +1,12 @@
 package dev.ddb2iceberg.maintainer;
 
-import dev.ddb2iceberg.function.MaintenanceSettings;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.function.FunctionCall;
 import dev.ddb2iceberg.function.FunctionInput;
 import dev.ddb2iceberg.function.MaintenanceRun;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.status.TableStatus;
@@ -30,71 +30,76 @@ import org.slf4j.LoggerFactory;
  * with its change history's under {@code history}. The work is {@link MaintenanceRun}'s.
  */
 public final class MaintenanceHandler implements RequestStreamHandler {
-  private static final Logger LOG = LoggerFactory.getLogger(MaintenanceHandler.class);
+    private static final Logger LOG = LoggerFactory.getLogger(MaintenanceHandler.class);
 
-  private final MaintenanceRun run;
+    private final MaintenanceRun run;
 
-  /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
-  public MaintenanceHandler() {
-    this(Environment.system());
-  }
-
-  /** Used by the local runtime, which passes the environment a Lambda would have. */
-  public MaintenanceHandler(Environment env) {
-    this(MaintenanceSettings.from(env), Clock.systemUTC());
-  }
-
-  public MaintenanceHandler(MaintenanceSettings settings, Clock clock) {
-    this(settings, settings.catalog().load(), clock);
-  }
-
-  public MaintenanceHandler(MaintenanceSettings settings, Catalog catalog, Clock clock) {
-    this.run = new MaintenanceRun(settings.pipeline(), settings.options(), catalog, clock, LOG);
-  }
-
-  /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
-  MaintenanceHandler metricsTo(Consumer<String> out) {
-    run.metricsTo(out);
-    return this;
-  }
-
-  /** What the input asks for. */
-  record Request(Set<MaintenanceTask> tasks, boolean dryRun, boolean status) {
-    Request(Set<MaintenanceTask> tasks, boolean dryRun) {
-      this(tasks, dryRun, false);
+    /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
+    public MaintenanceHandler() {
+        this(Environment.system());
     }
-  }
 
-  @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    FunctionCall.run(input, output, context, LOG, "Maintenance run failed; the table is as its last commit left it",
-        bytes -> {
-          Request request = request(bytes);
-          return request.status() ? run.status() : run.run(request.tasks(), request.dryRun());
-        });
-  }
-
-  static Request request(byte[] bytes) {
-    MaintenanceInput in = FunctionInput.read(bytes, "maintenance", MaintenanceInput.class);
-    Set<MaintenanceTask> tasks = EnumSet.allOf(MaintenanceTask.class);
-    if (in.tasks() != null) {
-      if (in.tasks().isEmpty()) {
-        throw new IllegalArgumentException("Maintenance input \"tasks\" must be a non-empty list such as"
-            + " [\"compact\", \"expire\"].");
-      }
-      tasks = EnumSet.noneOf(MaintenanceTask.class);
-      for (String t : in.tasks()) {
-        tasks.add(MaintenanceTask.fromInput(t));
-      }
+    /** Used by the local runtime, which passes the environment a Lambda would have. */
+    public MaintenanceHandler(Environment env) {
+        this(MaintenanceSettings.from(env), Clock.systemUTC());
     }
-    return new Request(tasks, Boolean.TRUE.equals(in.dryRun()), Boolean.TRUE.equals(in.status()));
-  }
 
-  /**
-   * The status report of the table (null if not created yet), its staging prefix, and its change
-   * history when HISTORY_TABLE names one.
-   */
-  public static TableStatus status(MaintenanceSettings settings, Catalog catalog, Table table, Clock clock) {
-    return MaintenanceRun.status(settings.pipeline(), settings.options(), catalog, table, clock);
-  }
+    public MaintenanceHandler(MaintenanceSettings settings, Clock clock) {
+        this(settings, settings.catalog().load(), clock);
+    }
+
+    public MaintenanceHandler(MaintenanceSettings settings, Catalog catalog, Clock clock) {
+        this.run = new MaintenanceRun(settings.pipeline(), settings.options(), catalog, clock, LOG);
+    }
+
+    /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
+    MaintenanceHandler metricsTo(Consumer<String> out) {
+        run.metricsTo(out);
+        return this;
+    }
+
+    /** What the input asks for. */
+    record Request(Set<MaintenanceTask> tasks, boolean dryRun, boolean status) {
+        Request(Set<MaintenanceTask> tasks, boolean dryRun) {
+            this(tasks, dryRun, false);
+        }
+    }
+
+    @Override
+    public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+        FunctionCall.run(
+                input,
+                output,
+                context,
+                LOG,
+                "Maintenance run failed; the table is as its last commit left it",
+                bytes -> {
+                    Request request = request(bytes);
+                    return request.status() ? run.status() : run.run(request.tasks(), request.dryRun());
+                });
+    }
+
+    static Request request(byte[] bytes) {
+        MaintenanceInput in = FunctionInput.read(bytes, "maintenance", MaintenanceInput.class);
+        Set<MaintenanceTask> tasks = EnumSet.allOf(MaintenanceTask.class);
+        if (in.tasks() != null) {
+            if (in.tasks().isEmpty()) {
+                throw new IllegalArgumentException(
+                        "Maintenance input \"tasks\" must be a non-empty list such as" + " [\"compact\", \"expire\"].");
+            }
+            tasks = EnumSet.noneOf(MaintenanceTask.class);
+            for (String t : in.tasks()) {
+                tasks.add(MaintenanceTask.fromInput(t));
+            }
+        }
+        return new Request(tasks, Boolean.TRUE.equals(in.dryRun()), Boolean.TRUE.equals(in.status()));
+    }
+
+    /**
+     * The status report of the table (null if not created yet), its staging prefix, and its change
+     * history when HISTORY_TABLE names one.
+     */
+    public static TableStatus status(MaintenanceSettings settings, Catalog catalog, Table table, Clock clock) {
+        return MaintenanceRun.status(settings.pipeline(), settings.options(), catalog, table, clock);
+    }
 }

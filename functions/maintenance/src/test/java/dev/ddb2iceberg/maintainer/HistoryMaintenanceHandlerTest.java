@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.maintainer;
 
-import dev.ddb2iceberg.function.MaintenanceSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,8 +8,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.history.ChangeHistory;
-import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
@@ -46,80 +45,107 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(S3ServerExtension.class)
 class HistoryMaintenanceHandlerTest {
-  /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
-  private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Instant DAY_ONE = Instant.parse("2026-11-20T10:00:00Z");
+    /** Merges that leave their small files and delete files, as before folding: work for maintenance. */
+    private static final MergeOptions UNFOLDED = MergeOptions.DEFAULTS.withRewriteFilesBelow(0);
 
-  @TempDir Path dir;
-  private MaintenanceSettings settings;
-  private Catalog catalog;
-  private StagingStore store;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Instant DAY_ONE = Instant.parse("2026-11-20T10:00:00Z");
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    Map<String, String> env = new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
-    env.put("HISTORY_TABLE", "orders_history");
-    env.put("HISTORY_RETENTION_DAYS", "3");
-    settings = MaintenanceSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    store = new StagingStore(server.newClient(), settings.staging());
-  }
+    @TempDir
+    Path dir;
 
-  /** Changes made on {@code day}, merged one small slice at a time (a history file per merge). */
-  private List<Change> mergeChangesOn(Instant day, KeyedWorkload w, int merges) {
-    List<Change> made = new ArrayList<>();
-    for (int i = 0; i < merges; i++) {
-      List<Change> batch = new ArrayList<>();
-      for (Change c : w.next(20)) {
-        batch.add(new Change(c.keys(), c.operation(), c.newImage(), c.sequenceNumber(),
-            day.toEpochMilli() + made.size() + batch.size(), c.ttlExpiry()));
-      }
-      new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-      new Merger(catalog, settings.table(), store, UNFOLDED).run();
-      made.addAll(batch);
+    private MaintenanceSettings settings;
+    private Catalog catalog;
+    private StagingStore store;
+
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        Map<String, String> env =
+                new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+        env.put("HISTORY_TABLE", "orders_history");
+        env.put("HISTORY_RETENTION_DAYS", "3");
+        settings = MaintenanceSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        store = new StagingStore(server.newClient(), settings.staging());
     }
-    return made;
-  }
 
-  @Test
-  void theScheduledRunCompactsTheHistoryAndDropsTheDaysItNoLongerKeeps() throws Exception {
-    KeyedWorkload w = new KeyedWorkload(21, 50);
-    mergeChangesOn(DAY_ONE, w, 6);
-    List<Change> kept = mergeChangesOn(DAY_ONE.plus(Duration.ofDays(5)), w, 6);
-    Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
-    int filesBefore = Integer.parseInt(history.currentSnapshot().summary().get("total-data-files"));
-    assertEquals(12, filesBefore, "one history file per merge");
+    /** Changes made on {@code day}, merged one small slice at a time (a history file per merge). */
+    private List<Change> mergeChangesOn(Instant day, KeyedWorkload w, int merges) {
+        List<Change> made = new ArrayList<>();
+        for (int i = 0; i < merges; i++) {
+            List<Change> batch = new ArrayList<>();
+            for (Change c : w.next(20)) {
+                batch.add(new Change(
+                        c.keys(),
+                        c.operation(),
+                        c.newImage(),
+                        c.sequenceNumber(),
+                        day.toEpochMilli() + made.size() + batch.size(),
+                        c.ttlExpiry()));
+            }
+            new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+            new Merger(catalog, settings.table(), store, UNFOLDED).run();
+            made.addAll(batch);
+        }
+        return made;
+    }
 
-    // Six days after day one: three days of retention keep only the second day's changes.
-    Clock clock = Clock.fixed(DAY_ONE.plus(Duration.ofDays(6)), ZoneOffset.UTC);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    new MaintenanceHandler(settings, catalog, clock)
-        .handleRequest(new ByteArrayInputStream("{}".getBytes()), out, null);
-    JsonNode result = JSON.readTree(out.toByteArray());
-    JsonNode h = result.path("history");
-    assertTrue(h.isObject(), "the run reports the history beside the table: " + result);
-    assertEquals(0, h.get("conflicts").size(), h.toString());
+    @Test
+    void theScheduledRunCompactsTheHistoryAndDropsTheDaysItNoLongerKeeps() throws Exception {
+        KeyedWorkload w = new KeyedWorkload(21, 50);
+        mergeChangesOn(DAY_ONE, w, 6);
+        List<Change> kept = mergeChangesOn(DAY_ONE.plus(Duration.ofDays(5)), w, 6);
+        Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
+        int filesBefore = Integer.parseInt(history.currentSnapshot().summary().get("total-data-files"));
+        assertEquals(12, filesBefore, "one history file per merge");
 
-    history.refresh();
-    List<Change> rows = ChangeHistory.changes(history);
-    List<String> expected = kept.stream().map(Change::sequenceNumber).sorted(SequenceNumbers::compare).toList();
-    assertEquals(expected, rows.stream().map(Change::sequenceNumber).toList(),
-        "the history keeps exactly the retained day's changes, each once");
-    assertEquals(kept.stream().sorted((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber())).toList(),
-        rows, "the retained changes as they were");
-    int filesAfter = Integer.parseInt(history.currentSnapshot().summary().get("total-data-files"));
-    assertEquals(1, filesAfter, "the retained day's six small files compacted into one (files before: 12)");
-    assertTrue(h.get("compaction").get("filesRewritten").asInt() >= 5, h.toString());
+        // Six days after day one: three days of retention keep only the second day's changes.
+        Clock clock = Clock.fixed(DAY_ONE.plus(Duration.ofDays(6)), ZoneOffset.UTC);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        new MaintenanceHandler(settings, catalog, clock)
+                .handleRequest(new ByteArrayInputStream("{}".getBytes()), out, null);
+        JsonNode result = JSON.readTree(out.toByteArray());
+        JsonNode h = result.path("history");
+        assertTrue(h.isObject(), "the run reports the history beside the table: " + result);
+        assertEquals(0, h.get("conflicts").size(), h.toString());
 
-    // A staged copy of a dropped day's change (a batch delivered again, late) is not appended:
-    // the history could no longer tell it from a new change.
-    Change late = w.next(1).get(0);
-    Change dropped = new Change(late.keys(), late.operation(), late.newImage(), late.sequenceNumber(),
-        DAY_ONE.toEpochMilli(), late.ttlExpiry());
-    new BatchStager(store).stage(StreamEvents.batch(List.of(dropped)).getRecords());
-    new Merger(catalog, settings.table(), store, UNFOLDED).run();
-    assertEquals(expected, ChangeHistory.changes(history).stream().map(Change::sequenceNumber).toList(),
-        "a change older than the days the history keeps is not appended");
-  }
+        history.refresh();
+        List<Change> rows = ChangeHistory.changes(history);
+        List<String> expected = kept.stream()
+                .map(Change::sequenceNumber)
+                .sorted(SequenceNumbers::compare)
+                .toList();
+        assertEquals(
+                expected,
+                rows.stream().map(Change::sequenceNumber).toList(),
+                "the history keeps exactly the retained day's changes, each once");
+        assertEquals(
+                kept.stream()
+                        .sorted((a, b) -> SequenceNumbers.compare(a.sequenceNumber(), b.sequenceNumber()))
+                        .toList(),
+                rows,
+                "the retained changes as they were");
+        int filesAfter = Integer.parseInt(history.currentSnapshot().summary().get("total-data-files"));
+        assertEquals(1, filesAfter, "the retained day's six small files compacted into one (files before: 12)");
+        assertTrue(h.get("compaction").get("filesRewritten").asInt() >= 5, h.toString());
+
+        // A staged copy of a dropped day's change (a batch delivered again, late) is not appended:
+        // the history could no longer tell it from a new change.
+        Change late = w.next(1).get(0);
+        Change dropped = new Change(
+                late.keys(),
+                late.operation(),
+                late.newImage(),
+                late.sequenceNumber(),
+                DAY_ONE.toEpochMilli(),
+                late.ttlExpiry());
+        new BatchStager(store).stage(StreamEvents.batch(List.of(dropped)).getRecords());
+        new Merger(catalog, settings.table(), store, UNFOLDED).run();
+        assertEquals(
+                expected,
+                ChangeHistory.changes(history).stream()
+                        .map(Change::sequenceNumber)
+                        .toList(),
+                "a change older than the days the history keeps is not appended");
+    }
 }

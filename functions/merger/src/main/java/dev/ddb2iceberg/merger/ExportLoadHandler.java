@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.merger;
 
-import dev.ddb2iceberg.function.MergerSettings;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import dev.ddb2iceberg.config.Environment;
@@ -8,13 +7,12 @@ import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.function.ExportLoadSteps;
 import dev.ddb2iceberg.function.FunctionCall;
 import dev.ddb2iceberg.function.FunctionInput;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.util.function.Consumer;
-import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -25,48 +23,57 @@ import software.amazon.awssdk.services.s3.S3Client;
  * {@link ExportLoadSteps.Input}, says which step ({@link ExportLoadSteps} lists them and their results).
  */
 public final class ExportLoadHandler implements RequestStreamHandler {
-  private final ExportLoadSteps steps;
+    private final ExportLoadSteps steps;
 
-  /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
-  public ExportLoadHandler() {
-    this(Environment.system());
-  }
+    /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
+    public ExportLoadHandler() {
+        this(Environment.system());
+    }
 
-  /** Used by the local runtime, which passes the environment a Lambda would have. */
-  public ExportLoadHandler(Environment env) {
-    this(env, MergerSettings.from(env));
-  }
+    /** Used by the local runtime, which passes the environment a Lambda would have. */
+    public ExportLoadHandler(Environment env) {
+        this(env, MergerSettings.from(env));
+    }
 
-  private ExportLoadHandler(Environment env, MergerSettings settings) {
-    this(settings, settings.catalog().load(), settings.s3().newClient(), concurrency(env), batchItems(env));
-  }
+    private ExportLoadHandler(Environment env, MergerSettings settings) {
+        this(settings, settings.catalog().load(), settings.s3().newClient(), concurrency(env), batchItems(env));
+    }
 
-  /** Workers the map runs at once unless the execution's input says ({@code workers}). */
-  static int concurrency(Environment env) {
-    return env.positiveInt(Settings.EXPORT_LOAD_CONCURRENCY);
-  }
+    /** Workers the map runs at once unless the execution's input says ({@code workers}). */
+    static int concurrency(Environment env) {
+        return env.positiveInt(Settings.EXPORT_LOAD_CONCURRENCY);
+    }
 
-  /** Items a worker writes at once at most (its heap bounds a batch too: ParallelExportLoad.BATCH_HEAP_SHARE). */
-  static int batchItems(Environment env) {
-    return env.positiveInt(Settings.LOAD_BATCH_ITEMS);
-  }
+    /** Items a worker writes at once at most (its heap bounds a batch too: ParallelExportLoad.BATCH_HEAP_SHARE). */
+    static int batchItems(Environment env) {
+        return env.positiveInt(Settings.LOAD_BATCH_ITEMS);
+    }
 
-  /** Reads (and checks) every setting the handler reads, as its constructor does, without building clients. */
-  public static void checkSettings(Environment env) {
-    MergerSettings.from(env);
-    concurrency(env);
-    batchItems(env);
-  }
+    /** Reads (and checks) every setting the handler reads, as its constructor does, without building clients. */
+    public static void checkSettings(Environment env) {
+        MergerSettings.from(env);
+        concurrency(env);
+        batchItems(env);
+    }
 
-  public ExportLoadHandler(MergerSettings settings, Catalog catalog, S3Client s3, int concurrency, int batchItems) {
-    this.steps = new ExportLoadSteps(new ParallelExportLoad(catalog, settings.table(),
-        new StagingStore(s3, settings.staging()), settings.options(), s3, batchItems), concurrency);
-  }
+    public ExportLoadHandler(MergerSettings settings, Catalog catalog, S3Client s3, int concurrency, int batchItems) {
+        this.steps = new ExportLoadSteps(
+                new ParallelExportLoad(
+                        catalog,
+                        settings.table(),
+                        new StagingStore(s3, settings.staging()),
+                        settings.options(),
+                        s3,
+                        batchItems),
+                concurrency);
+    }
 
-  @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    FunctionCall.run(input, output, context,
-        bytes -> steps.run(FunctionInput.read(bytes, "export load", ExportLoadSteps.Input.class)));
-  }
-
+    @Override
+    public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+        FunctionCall.run(
+                input,
+                output,
+                context,
+                bytes -> steps.run(FunctionInput.read(bytes, "export load", ExportLoadSteps.Input.class)));
+    }
 }

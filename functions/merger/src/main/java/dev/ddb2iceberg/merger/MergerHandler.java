@@ -1,12 +1,12 @@
 package dev.ddb2iceberg.merger;
 
-import dev.ddb2iceberg.function.MergerSettings;
 import com.amazonaws.services.lambda.runtime.Context;
 import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.function.FunctionCall;
 import dev.ddb2iceberg.function.FunctionInput;
 import dev.ddb2iceberg.function.MergeRun;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
@@ -29,51 +29,58 @@ import software.amazon.awssdk.services.s3.S3Client;
  * DynamoDB export instead and returns an {@link ExportLoadResult}. The work is {@link MergeRun}'s.
  */
 public final class MergerHandler implements RequestStreamHandler {
-  private static final Logger LOG = LoggerFactory.getLogger(MergerHandler.class);
-  private final MergerSettings settings;
-  private final MergeRun run;
+    private static final Logger LOG = LoggerFactory.getLogger(MergerHandler.class);
+    private final MergerSettings settings;
+    private final MergeRun run;
 
-  /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
-  public MergerHandler() {
-    this(MergerSettings.from(Environment.system()));
-  }
+    /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
+    public MergerHandler() {
+        this(MergerSettings.from(Environment.system()));
+    }
 
-  /** Used by the local runtime, which passes the environment a Lambda would have. */
-  public MergerHandler(Environment env) {
-    this(MergerSettings.from(env));
-  }
+    /** Used by the local runtime, which passes the environment a Lambda would have. */
+    public MergerHandler(Environment env) {
+        this(MergerSettings.from(env));
+    }
 
-  public MergerHandler(MergerSettings settings) {
-    this(settings, settings.catalog().load(), settings.s3().newClient());
-  }
+    public MergerHandler(MergerSettings settings) {
+        this(settings, settings.catalog().load(), settings.s3().newClient());
+    }
 
-  public MergerHandler(MergerSettings settings, Catalog catalog, S3Client s3) {
-    this.settings = settings;
-    this.run = new MergeRun(catalog, settings.table(), settings.staging(), s3, settings.continuous(), LOG);
-  }
+    public MergerHandler(MergerSettings settings, Catalog catalog, S3Client s3) {
+        this.settings = settings;
+        this.run = new MergeRun(catalog, settings.table(), settings.staging(), s3, settings.continuous(), LOG);
+    }
 
-  @Override
-  public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
-    FunctionCall.run(input, output, context, bytes -> {
-      MergerInput in = FunctionInput.read(bytes, "merger", MergerInput.class);
-      MergeOptions options = MergeRun.options(settings.options(), in.maxChanges());
-      if (in.loadExport() != null) {
-        return run.loadExport(MergeRun.exportRequest("Merger input loadExport", in.loadExport(), in.keys(),
-            in.marginMinutes(), in.skipHandOffCheck()), options, context);
-      }
-      return run.scheduled(options, in.scheduledTime(), context);
-    });
-  }
+    @Override
+    public void handleRequest(InputStream input, OutputStream output, Context context) throws IOException {
+        FunctionCall.run(input, output, context, bytes -> {
+            MergerInput in = FunctionInput.read(bytes, "merger", MergerInput.class);
+            MergeOptions options = MergeRun.options(settings.options(), in.maxChanges());
+            if (in.loadExport() != null) {
+                return run.loadExport(
+                        MergeRun.exportRequest(
+                                "Merger input loadExport",
+                                in.loadExport(),
+                                in.keys(),
+                                in.marginMinutes(),
+                                in.skipHandOffCheck()),
+                        options,
+                        context);
+            }
+            return run.scheduled(options, in.scheduledTime(), context);
+        });
+    }
 
-  /** Testing hook: the clock and the wait continuous mode uses (the system clock and a sleep otherwise). */
-  MergerHandler timing(Clock clock, ContinuousMerge.Pause pause) {
-    run.timing(clock, pause);
-    return this;
-  }
+    /** Testing hook: the clock and the wait continuous mode uses (the system clock and a sleep otherwise). */
+    MergerHandler timing(Clock clock, ContinuousMerge.Pause pause) {
+        run.timing(clock, pause);
+        return this;
+    }
 
-  /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
-  MergerHandler metricsTo(Consumer<String> out) {
-    run.metricsTo(out);
-    return this;
-  }
+    /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
+    MergerHandler metricsTo(Consumer<String> out) {
+        run.metricsTo(out);
+        return this;
+    }
 }

@@ -10,5 +10,10 @@ import java.util.List;
  * continuous run); or, to load a DynamoDB export instead, {@code loadExport} (its s3:// folder) with
  * {@code keys}, {@code marginMinutes} and {@code skipHandOffCheck}.
  */
-public record MergerInput(Integer maxChanges, String loadExport, @JsonSetter(nulls = Nulls.SET) List<String> keys,
-    Integer marginMinutes, Boolean skipHandOffCheck, @JsonSetter(nulls = Nulls.SET) String scheduledTime) {}
+public record MergerInput(
+        Integer maxChanges,
+        String loadExport,
+        @JsonSetter(nulls = Nulls.SET) List<String> keys,
+        Integer marginMinutes,
+        Boolean skipHandOffCheck,
+        @JsonSetter(nulls = Nulls.SET) String scheduledTime) {}

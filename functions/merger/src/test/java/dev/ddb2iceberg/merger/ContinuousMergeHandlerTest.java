@@ -1,7 +1,5 @@
 package dev.ddb2iceberg.merger;
 
-import org.junit.jupiter.api.Assertions;
-import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,6 +13,7 @@ import dev.ddb2iceberg.config.ConfigurationException;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
@@ -37,6 +36,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -50,170 +50,174 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @ExtendWith(S3ServerExtension.class)
 class ContinuousMergeHandlerTest {
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Instant T0 = Instant.parse("2026-11-30T12:00:00Z");
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Instant T0 = Instant.parse("2026-11-30T12:00:00Z");
 
-  @TempDir Path dir;
-  private final Map<String, String> env = new HashMap<>();
-  private final ExpectedTable model = new ExpectedTable();
-  private final KeyedWorkload workload = new KeyedWorkload(7, 200);
-  private MergerSettings settings;
-  private Catalog catalog;
-  private StagingStore store;
-  private EmbeddedS3Server server;
-  private final MovableClock clock = new MovableClock(T0);
+    @TempDir
+    Path dir;
 
-  /** A clock only the test moves. */
-  static final class MovableClock extends Clock {
-    private Instant now;
+    private final Map<String, String> env = new HashMap<>();
+    private final ExpectedTable model = new ExpectedTable();
+    private final KeyedWorkload workload = new KeyedWorkload(7, 200);
+    private MergerSettings settings;
+    private Catalog catalog;
+    private StagingStore store;
+    private EmbeddedS3Server server;
+    private final MovableClock clock = new MovableClock(T0);
 
-    MovableClock(Instant now) {
-      this.now = now;
+    /** A clock only the test moves. */
+    static final class MovableClock extends Clock {
+        private Instant now;
+
+        MovableClock(Instant now) {
+            this.now = now;
+        }
+
+        void set(Instant t) {
+            if (t.isAfter(now)) {
+                now = t;
+            }
+        }
+
+        void advance(Duration d) {
+            now = now.plus(d);
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
     }
 
-    void set(Instant t) {
-      if (t.isAfter(now)) {
-        now = t;
-      }
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        this.server = server;
+        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        env.put("MERGE_MODE", "continuous");
+        settings = MergerSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        store = new StagingStore(server.newClient(), settings.staging());
     }
 
-    void advance(Duration d) {
-      now = now.plus(d);
+    /** One batch of the stream, staged as the stager would, and remembered in the model. */
+    private void stageBatch(int changes) {
+        List<Change> batch = workload.next(changes);
+        BatchStager.Result r =
+                new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
+        assertTrue(r.complete(), "staging failed: " + r.failure());
+        model.apply(batch);
     }
 
-    @Override
-    public Instant instant() {
-      return now;
+    private void assertTableEqualsModel() {
+        var table = catalog.loadTable(TableIdentifier.of(
+                settings.table().namespace(), settings.table().name()));
+        var actual = TableItems.read(table);
+        assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
     }
 
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
+    // ------------------------------------------------------------------ the handler
+
+    /** A Lambda context with a fixed remaining time. */
+    private static Context remaining(Duration left) {
+        return new Context() {
+            public String getAwsRequestId() {
+                return "test";
+            }
+
+            public String getLogGroupName() {
+                return "test";
+            }
+
+            public String getLogStreamName() {
+                return "test";
+            }
+
+            public String getFunctionName() {
+                return "merger";
+            }
+
+            public String getFunctionVersion() {
+                return "$LATEST";
+            }
+
+            public String getInvokedFunctionArn() {
+                return "arn:aws:lambda:us-east-1:123456789012:function:merger";
+            }
+
+            public CognitoIdentity getIdentity() {
+                return null;
+            }
+
+            public ClientContext getClientContext() {
+                return null;
+            }
+
+            public int getRemainingTimeInMillis() {
+                return (int) left.toMillis();
+            }
+
+            public int getMemoryLimitInMB() {
+                return 2048;
+            }
+
+            public LambdaLogger getLogger() {
+                return null;
+            }
+        };
     }
 
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
+    private JsonNode invoke(String input, Context context) throws Exception {
+        MergerHandler handler = new MergerHandler(settings, catalog, server.newClient())
+                .timing(clock, clock::set)
+                .metricsTo(line -> {});
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        handler.handleRequest(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)), out, context);
+        return JSON.readTree(out.toByteArray());
     }
-  }
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    this.server = server;
-    env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-    env.put("MERGE_MODE", "continuous");
-    settings = MergerSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    store = new StagingStore(server.newClient(), settings.staging());
-  }
+    @Test
+    void theHandlerEndsARunBeforeTheNextScheduledTimeAndWithinTheLambdasTime() throws Exception {
+        stageBatch(20);
+        // Delivered 52 s after its scheduled time: the 30 s a first merge is given do not fit before 57 s.
+        clock.set(T0.plusSeconds(52));
+        JsonNode late = invoke("{\"scheduledTime\": \"" + T0 + "\"}", remaining(Duration.ofMinutes(5)));
+        assertEquals(T0.plusSeconds(57).toString(), late.get("deadline").asText(), late.toString());
+        assertEquals("DEADLINE", late.get("stoppedBecause").asText());
+        assertEquals(0, late.get("merges").size(), "no merge starts that could not commit before the next run");
+        assertTrue(store.anyStaged(), "what was staged waits for the next run");
 
-  /** One batch of the stream, staged as the stager would, and remembered in the model. */
-  private void stageBatch(int changes) {
-    List<Change> batch = workload.next(changes);
-    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-    assertTrue(r.complete(), "staging failed: " + r.failure());
-    model.apply(batch);
-  }
+        // The next run, on time, with only 45 s of Lambda time left: the Lambda's time bounds it.
+        Instant next = T0.plusSeconds(60);
+        clock.set(next);
+        JsonNode run = invoke("{\"scheduledTime\": \"" + next + "\"}", remaining(Duration.ofSeconds(45)));
+        assertEquals(next.plusSeconds(40).toString(), run.get("deadline").asText(), "45 s left, less a 5 s reserve");
+        assertEquals(1, run.get("commits").asInt(), run.toString());
+        assertEquals(20, run.get("merges").get(0).get("changesRead").asInt(), "the first merge took the staged batch");
+        assertTableEqualsModel();
+    }
 
-  private void assertTableEqualsModel() {
-    var table = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), settings.table().name()));
-    var actual = TableItems.read(table);
-    assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
-  }
-
-  // ------------------------------------------------------------------ the handler
-
-  /** A Lambda context with a fixed remaining time. */
-  private static Context remaining(Duration left) {
-    return new Context() {
-      public String getAwsRequestId() {
-        return "test";
-      }
-
-      public String getLogGroupName() {
-        return "test";
-      }
-
-      public String getLogStreamName() {
-        return "test";
-      }
-
-      public String getFunctionName() {
-        return "merger";
-      }
-
-      public String getFunctionVersion() {
-        return "$LATEST";
-      }
-
-      public String getInvokedFunctionArn() {
-        return "arn:aws:lambda:us-east-1:123456789012:function:merger";
-      }
-
-      public CognitoIdentity getIdentity() {
-        return null;
-      }
-
-      public ClientContext getClientContext() {
-        return null;
-      }
-
-      public int getRemainingTimeInMillis() {
-        return (int) left.toMillis();
-      }
-
-      public int getMemoryLimitInMB() {
-        return 2048;
-      }
-
-      public LambdaLogger getLogger() {
-        return null;
-      }
-    };
-  }
-
-  private JsonNode invoke(String input, Context context) throws Exception {
-    MergerHandler handler = new MergerHandler(settings, catalog, server.newClient()).timing(clock, clock::set)
-        .metricsTo(line -> {});
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    handler.handleRequest(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)), out, context);
-    return JSON.readTree(out.toByteArray());
-  }
-
-  @Test
-  void theHandlerEndsARunBeforeTheNextScheduledTimeAndWithinTheLambdasTime() throws Exception {
-    stageBatch(20);
-    // Delivered 52 s after its scheduled time: the 30 s a first merge is given do not fit before 57 s.
-    clock.set(T0.plusSeconds(52));
-    JsonNode late = invoke("{\"scheduledTime\": \"" + T0 + "\"}", remaining(Duration.ofMinutes(5)));
-    assertEquals(T0.plusSeconds(57).toString(), late.get("deadline").asText(), late.toString());
-    assertEquals("DEADLINE", late.get("stoppedBecause").asText());
-    assertEquals(0, late.get("merges").size(), "no merge starts that could not commit before the next run");
-    assertTrue(store.anyStaged(), "what was staged waits for the next run");
-
-    // The next run, on time, with only 45 s of Lambda time left: the Lambda's time bounds it.
-    Instant next = T0.plusSeconds(60);
-    clock.set(next);
-    JsonNode run = invoke("{\"scheduledTime\": \"" + next + "\"}", remaining(Duration.ofSeconds(45)));
-    assertEquals(next.plusSeconds(40).toString(), run.get("deadline").asText(), "45 s left, less a 5 s reserve");
-    assertEquals(1, run.get("commits").asInt(), run.toString());
-    assertEquals(20, run.get("merges").get(0).get("changesRead").asInt(), "the first merge took the staged batch");
-    assertTableEqualsModel();
-  }
-
-  @Test
-  void aBadScheduledTimeOrModeIsRefusedNamingIt() {
-    IllegalArgumentException e = Assertions.assertThrows(IllegalArgumentException.class,
-        () -> invoke("{\"scheduledTime\": \"yesterday\"}", null));
-    assertTrue(e.getMessage().contains("scheduledTime=\"yesterday\""), e.getMessage());
-    env.put("MERGE_MODE", "streaming");
-    ConfigurationException c = Assertions.assertThrows(ConfigurationException.class,
-        () -> MergerSettings.from(new Environment(env)));
-    assertTrue(c.getMessage().contains("MERGE_MODE='streaming'"), c.getMessage());
-    env.put("MERGE_MODE", "continuous");
-    env.put("MERGE_INTERVAL_SECONDS", "60");
-    c = Assertions.assertThrows(ConfigurationException.class,
-        () -> MergerSettings.from(new Environment(env)));
-    assertTrue(c.getMessage().contains("MERGE_INTERVAL_SECONDS=60"), c.getMessage());
-  }
+    @Test
+    void aBadScheduledTimeOrModeIsRefusedNamingIt() {
+        IllegalArgumentException e = Assertions.assertThrows(
+                IllegalArgumentException.class, () -> invoke("{\"scheduledTime\": \"yesterday\"}", null));
+        assertTrue(e.getMessage().contains("scheduledTime=\"yesterday\""), e.getMessage());
+        env.put("MERGE_MODE", "streaming");
+        ConfigurationException c =
+                Assertions.assertThrows(ConfigurationException.class, () -> MergerSettings.from(new Environment(env)));
+        assertTrue(c.getMessage().contains("MERGE_MODE='streaming'"), c.getMessage());
+        env.put("MERGE_MODE", "continuous");
+        env.put("MERGE_INTERVAL_SECONDS", "60");
+        c = Assertions.assertThrows(ConfigurationException.class, () -> MergerSettings.from(new Environment(env)));
+        assertTrue(c.getMessage().contains("MERGE_INTERVAL_SECONDS=60"), c.getMessage());
+    }
 }

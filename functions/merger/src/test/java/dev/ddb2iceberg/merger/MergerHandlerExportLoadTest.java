@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.merger;
 
-import dev.ddb2iceberg.function.MergerSettings;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -43,67 +43,76 @@ import software.amazon.awssdk.services.s3.S3Client;
  */
 @ExtendWith(S3ServerExtension.class)
 class MergerHandlerExportLoadTest {
-  @TempDir Path dir;
+    @TempDir
+    Path dir;
 
-  private MergerSettings settings;
-  private Catalog catalog;
-  private S3Client s3;
-  private StagingStore store;
-  private DynamoDbExportFiles exports;
-  private final Map<String, String> env = new HashMap<>();
+    private MergerSettings settings;
+    private Catalog catalog;
+    private S3Client s3;
+    private StagingStore store;
+    private DynamoDbExportFiles exports;
+    private final Map<String, String> env = new HashMap<>();
 
-  @BeforeEach
-  void setUp(EmbeddedS3Server server) {
-    String bucket = S3ServerExtension.newBucket(server);
-    env.putAll(new LocalStack(server, bucket, dir).environment("orders"));
-    settings = MergerSettings.from(new Environment(env));
-    catalog = settings.catalog().load();
-    s3 = server.newClient();
-    store = new StagingStore(s3, settings.staging());
-    exports = new DynamoDbExportFiles(s3, bucket, "exports/");
-  }
-
-  private void stage(List<Change> changes) {
-    BatchStager.Result r = new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
-    assertTrue(r.complete(), "staging failed: " + r.failure());
-  }
-
-  /** The source's history: changes before the export (still in the stream) and after it. */
-  private record History(List<Change> before, List<Change> after, List<Map<String, DdbValue>> exported) {}
-
-  private static History history(long seed) {
-    KeyedWorkload w = new KeyedWorkload(seed, 400);
-    List<Change> older = new ArrayList<>(); // before the stream's 24 hours: only the export has them
-    for (int i = 0; i < 400; i++) {
-      older.add(w.upsert(i, Operation.INSERT));
+    @BeforeEach
+    void setUp(EmbeddedS3Server server) {
+        String bucket = S3ServerExtension.newBucket(server);
+        env.putAll(new LocalStack(server, bucket, dir).environment("orders"));
+        settings = MergerSettings.from(new Environment(env));
+        catalog = settings.catalog().load();
+        s3 = server.newClient();
+        store = new StagingStore(s3, settings.staging());
+        exports = new DynamoDbExportFiles(s3, bucket, "exports/");
     }
-    List<Change> before = w.next(300);
-    List<Change> after = new ArrayList<>(w.next(300)); // updates and removes of exported items
-    for (int i = 400; i < 450; i++) {
-      after.add(w.upsert(i, Operation.INSERT)); // items created after the export
+
+    private void stage(List<Change> changes) {
+        BatchStager.Result r =
+                new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
+        assertTrue(r.complete(), "staging failed: " + r.failure());
     }
-    ExpectedTable atExport = new ExpectedTable();
-    atExport.apply(older);
-    atExport.apply(before);
-    return new History(before, after, new ArrayList<>(atExport.items().values()));
-  }
 
-  @Test
-  void theMergerFunctionLoadsAnExportNamedInItsInputAndSaysWhenItIsDone() throws Exception {
-    History h = history(9);
-    stage(h.before());
-    String location = exports.writeFull("01764000000000-j", Instant.now().minusSeconds(60), h.exported(), 2);
-    MergerHandler handler = new MergerHandler(settings, catalog, s3);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    handler.handleRequest(new ByteArrayInputStream(("{\"loadExport\": \"" + location + "\", \"keys\": [\"pk\", \"sk\"]}")
-        .getBytes(StandardCharsets.UTF_8)), out, null);
-    JsonNode result = new ObjectMapper().readTree(out.toByteArray());
-    assertTrue(result.path("done").asBoolean(), result.toString());
-    assertEquals(h.exported().size(), result.path("itemsLoaded").asLong(), result.toString());
+    /** The source's history: changes before the export (still in the stream) and after it. */
+    private record History(List<Change> before, List<Change> after, List<Map<String, DdbValue>> exported) {}
 
-    IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> handler.handleRequest(
-        new ByteArrayInputStream("{\"loadExport\": \"exports/AWSDynamoDB/x\"}".getBytes(StandardCharsets.UTF_8)),
-        new ByteArrayOutputStream(), null));
-    assertTrue(bad.getMessage().contains("is not an s3:// URI"), bad.getMessage());
-  }
+    private static History history(long seed) {
+        KeyedWorkload w = new KeyedWorkload(seed, 400);
+        List<Change> older = new ArrayList<>(); // before the stream's 24 hours: only the export has them
+        for (int i = 0; i < 400; i++) {
+            older.add(w.upsert(i, Operation.INSERT));
+        }
+        List<Change> before = w.next(300);
+        List<Change> after = new ArrayList<>(w.next(300)); // updates and removes of exported items
+        for (int i = 400; i < 450; i++) {
+            after.add(w.upsert(i, Operation.INSERT)); // items created after the export
+        }
+        ExpectedTable atExport = new ExpectedTable();
+        atExport.apply(older);
+        atExport.apply(before);
+        return new History(before, after, new ArrayList<>(atExport.items().values()));
+    }
+
+    @Test
+    void theMergerFunctionLoadsAnExportNamedInItsInputAndSaysWhenItIsDone() throws Exception {
+        History h = history(9);
+        stage(h.before());
+        String location = exports.writeFull("01764000000000-j", Instant.now().minusSeconds(60), h.exported(), 2);
+        MergerHandler handler = new MergerHandler(settings, catalog, s3);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        handler.handleRequest(
+                new ByteArrayInputStream(("{\"loadExport\": \"" + location + "\", \"keys\": [\"pk\", \"sk\"]}")
+                        .getBytes(StandardCharsets.UTF_8)),
+                out,
+                null);
+        JsonNode result = new ObjectMapper().readTree(out.toByteArray());
+        assertTrue(result.path("done").asBoolean(), result.toString());
+        assertEquals(h.exported().size(), result.path("itemsLoaded").asLong(), result.toString());
+
+        IllegalArgumentException bad = assertThrows(
+                IllegalArgumentException.class,
+                () -> handler.handleRequest(
+                        new ByteArrayInputStream(
+                                "{\"loadExport\": \"exports/AWSDynamoDB/x\"}".getBytes(StandardCharsets.UTF_8)),
+                        new ByteArrayOutputStream(),
+                        null));
+        assertTrue(bad.getMessage().contains("is not an s3:// URI"), bad.getMessage());
+    }
 }

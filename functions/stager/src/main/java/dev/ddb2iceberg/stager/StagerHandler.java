@@ -21,43 +21,44 @@ import software.amazon.awssdk.services.s3.S3Client;
  * {@code ReportBatchItemFailures}).
  */
 public final class StagerHandler implements RequestHandler<DynamodbEvent, StreamsEventResponse> {
-  private static final Logger LOG = LoggerFactory.getLogger(StagerHandler.class);
+    private static final Logger LOG = LoggerFactory.getLogger(StagerHandler.class);
 
-  private final StageRun run;
+    private final StageRun run;
 
-  /** Used by Lambda: settings are read and checked once, at cold start. */
-  public StagerHandler() {
-    this(StagerSettings.from(Environment.system()));
-  }
-
-  /** Used by the local runtime, which passes the environment a Lambda would have. */
-  public StagerHandler(Environment env) {
-    this(StagerSettings.from(env));
-  }
-
-  public StagerHandler(StagerSettings settings) {
-    this(settings, settings.s3().newClient());
-  }
-
-  public StagerHandler(StagerSettings settings, S3Client s3) {
-    this.run = new StageRun(new StagingStore(s3, settings.staging()), settings.table(), LOG);
-  }
-
-  /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
-  StagerHandler metricsTo(Consumer<String> out) {
-    run.metricsTo(out);
-    return this;
-  }
-
-  @Override
-  public StreamsEventResponse handleRequest(DynamodbEvent event, Context context) {
-    if (event == null || event.getRecords() == null) {
-      throw new IllegalArgumentException("The stager was invoked with an event that is not a DynamoDB Streams batch"
-          + " (it has no \"Records\"). Invoke it from the table's stream event source mapping, or with a file like"
-          + " events/stager-batch.json.");
+    /** Used by Lambda: settings are read and checked once, at cold start. */
+    public StagerHandler() {
+        this(StagerSettings.from(Environment.system()));
     }
-    try (Invocation log = Invocation.of(context)) {
-      return run.stage(event.getRecords());
+
+    /** Used by the local runtime, which passes the environment a Lambda would have. */
+    public StagerHandler(Environment env) {
+        this(StagerSettings.from(env));
     }
-  }
+
+    public StagerHandler(StagerSettings settings) {
+        this(settings, settings.s3().newClient());
+    }
+
+    public StagerHandler(StagerSettings settings, S3Client s3) {
+        this.run = new StageRun(new StagingStore(s3, settings.staging()), settings.table(), LOG);
+    }
+
+    /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
+    StagerHandler metricsTo(Consumer<String> out) {
+        run.metricsTo(out);
+        return this;
+    }
+
+    @Override
+    public StreamsEventResponse handleRequest(DynamodbEvent event, Context context) {
+        if (event == null || event.getRecords() == null) {
+            throw new IllegalArgumentException(
+                    "The stager was invoked with an event that is not a DynamoDB Streams batch"
+                            + " (it has no \"Records\"). Invoke it from the table's stream event source mapping, or with a file like"
+                            + " events/stager-batch.json.");
+        }
+        try (Invocation log = Invocation.of(context)) {
+            return run.stage(event.getRecords());
+        }
+    }
 }

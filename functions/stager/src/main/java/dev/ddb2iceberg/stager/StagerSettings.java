@@ -12,12 +12,14 @@ import dev.ddb2iceberg.config.StagingSettings;
  */
 public record StagerSettings(StagingSettings staging, S3Settings s3, String table) {
 
-  public StagerSettings(StagingSettings staging, S3Settings s3) {
-    this(staging, s3, "ddb2iceberg.unnamed");
-  }
+    public StagerSettings(StagingSettings staging, S3Settings s3) {
+        this(staging, s3, "ddb2iceberg.unnamed");
+    }
 
-  public static StagerSettings from(Environment env) {
-    return new StagerSettings(StagingSettings.from(env), S3Settings.from(env),
-        env.string(Settings.TABLE_NAMESPACE) + "." + env.string(Settings.TABLE_NAME, "unnamed"));
-  }
+    public static StagerSettings from(Environment env) {
+        return new StagerSettings(
+                StagingSettings.from(env),
+                S3Settings.from(env),
+                env.string(Settings.TABLE_NAMESPACE) + "." + env.string(Settings.TABLE_NAME, "unnamed"));
+    }
 }

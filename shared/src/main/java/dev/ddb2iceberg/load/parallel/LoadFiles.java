@@ -29,115 +29,128 @@ import org.slf4j.LoggerFactory;
  * commit does not reference.
  */
 final class LoadFiles {
-  private static final Logger LOG = LoggerFactory.getLogger(LoadFiles.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Logger LOG = LoggerFactory.getLogger(LoadFiles.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
 
-  private LoadFiles() {}
+    private LoadFiles() {}
 
-  /** The run id a load's commit carries, and the prefix of its workers' file names. */
-  static String runIdOf(String loadId) {
-    return "load-" + loadId;
-  }
+    /** The run id a load's commit carries, and the prefix of its workers' file names. */
+    static String runIdOf(String loadId) {
+        return "load-" + loadId;
+    }
 
-  static String folder(Table table, String loadId) {
-    return DerivedFiles.location(table) + "export-loads/" + loadId + "/";
-  }
+    static String folder(Table table, String loadId) {
+        return DerivedFiles.location(table) + "export-loads/" + loadId + "/";
+    }
 
-  static ParallelExportLoad.Plan readPlan(Table table, String loadId) {
-    return readJson(table, folder(table, loadId) + "plan.json", ParallelExportLoad.Plan.class, "the load's plan is missing");
-  }
+    static ParallelExportLoad.Plan readPlan(Table table, String loadId) {
+        return readJson(
+                table,
+                folder(table, loadId) + "plan.json",
+                ParallelExportLoad.Plan.class,
+                "the load's plan is missing");
+    }
 
-  /**
-   * Deletes the load's folder, the workers' index entries, and the data files and index parts of
-   * the load that {@code keep} does not name (all of them when aborting). The load's files are found
-   * by the load id in their names.
-   */
-  static int cleanUp(Table table, String loadId, Set<String> keep) {
-    List<String> doomed = new ArrayList<>();
-    try {
-      if (!(table.io() instanceof SupportsPrefixOperations io)) {
-        LOG.warn("The table's file IO cannot list files: files of failed attempts of load {} stay until orphan cleanup",
-            loadId);
-        return 0;
-      }
-      String data = table.location().endsWith("/") ? table.location() + "data/" : table.location() + "/data/";
-      // Each place on its own: an S3 table bucket may refuse listing its data while the derived
-      // files' bucket allows it.
-      for (String prefix : List.of(data, KeyIndex.fileLocation(table, "load-" + loadId + "-"), folder(table, loadId),
-          KeyIndex.fileLocation(table, "load-" + loadId + "/"))) {
+    /**
+     * Deletes the load's folder, the workers' index entries, and the data files and index parts of
+     * the load that {@code keep} does not name (all of them when aborting). The load's files are found
+     * by the load id in their names.
+     */
+    static int cleanUp(Table table, String loadId, Set<String> keep) {
+        List<String> doomed = new ArrayList<>();
         try {
-          for (FileInfo f : io.listPrefix(prefix)) {
-            boolean ours = !prefix.equals(data) || f.location().contains(runIdOf(loadId) + "-w");
-            if (ours && !keep.contains(f.location())) {
-              doomed.add(f.location());
+            if (!(table.io() instanceof SupportsPrefixOperations io)) {
+                LOG.warn(
+                        "The table's file IO cannot list files: files of failed attempts of load {} stay until orphan cleanup",
+                        loadId);
+                return 0;
             }
-          }
+            String data = table.location().endsWith("/") ? table.location() + "data/" : table.location() + "/data/";
+            // Each place on its own: an S3 table bucket may refuse listing its data while the derived
+            // files' bucket allows it.
+            for (String prefix : List.of(
+                    data,
+                    KeyIndex.fileLocation(table, "load-" + loadId + "-"),
+                    folder(table, loadId),
+                    KeyIndex.fileLocation(table, "load-" + loadId + "/"))) {
+                try {
+                    for (FileInfo f : io.listPrefix(prefix)) {
+                        boolean ours = !prefix.equals(data) || f.location().contains(runIdOf(loadId) + "-w");
+                        if (ours && !keep.contains(f.location())) {
+                            doomed.add(f.location());
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    LOG.warn(
+                            "Could not list {} for the files of load {} ({}); orphan cleanup takes any left",
+                            prefix,
+                            loadId,
+                            e.toString());
+                }
+            }
+            if (io instanceof SupportsBulkOperations bulk) {
+                bulk.deleteFiles(doomed); // S3FileIO: a thousand keys a request
+            } else {
+                doomed.forEach(io::deleteFile);
+            }
         } catch (RuntimeException e) {
-          LOG.warn("Could not list {} for the files of load {} ({}); orphan cleanup takes any left", prefix, loadId,
-              e.toString());
+            LOG.warn(
+                    "Could not delete all files of load {} that are not in the table ({}); orphan cleanup takes the rest",
+                    loadId,
+                    e.toString());
         }
-      }
-      if (io instanceof SupportsBulkOperations bulk) {
-        bulk.deleteFiles(doomed); // S3FileIO: a thousand keys a request
-      } else {
-        doomed.forEach(io::deleteFile);
-      }
-    } catch (RuntimeException e) {
-      LOG.warn("Could not delete all files of load {} that are not in the table ({}); orphan cleanup takes the rest",
-          loadId, e.toString());
+        return doomed.size();
     }
-    return doomed.size();
-  }
 
-  static void writeJson(Table table, String path, Object value) {
-    try {
-      writeBytes(table, path, JSON.writeValueAsBytes(value));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    static void writeJson(Table table, String path, Object value) {
+        try {
+            writeBytes(table, path, JSON.writeValueAsBytes(value));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
-  }
 
-  static <T> T readJson(Table table, String path, Class<T> type, String ifMissing) {
-    try {
-      return JSON.readValue(readBytes(table, path, ifMissing), type);
-    } catch (IOException e) {
-      throw new IllegalStateException(path + " is not readable: " + e.getMessage(), e);
+    static <T> T readJson(Table table, String path, Class<T> type, String ifMissing) {
+        try {
+            return JSON.readValue(readBytes(table, path, ifMissing), type);
+        } catch (IOException e) {
+            throw new IllegalStateException(path + " is not readable: " + e.getMessage(), e);
+        }
     }
-  }
 
-  static void writeBytes(Table table, String path, byte[] bytes) {
-    try (OutputStream out = table.io().newOutputFile(path).createOrOverwrite()) {
-      out.write(bytes);
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not write " + path, e);
+    static void writeBytes(Table table, String path, byte[] bytes) {
+        try (OutputStream out = table.io().newOutputFile(path).createOrOverwrite()) {
+            out.write(bytes);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not write " + path, e);
+        }
     }
-  }
 
-  static byte[] readBytes(Table table, String path, String ifMissing) {
-    try (InputStream in = table.io().newInputFile(path).newStream()) {
-      return in.readAllBytes();
-    } catch (NotFoundException e) {
-      throw new IllegalStateException(ifMissing + " (" + path + " is missing)", e);
-    } catch (IOException e) {
-      throw new UncheckedIOException("could not read " + path, e);
+    static byte[] readBytes(Table table, String path, String ifMissing) {
+        try (InputStream in = table.io().newInputFile(path).newStream()) {
+            return in.readAllBytes();
+        } catch (NotFoundException e) {
+            throw new IllegalStateException(ifMissing + " (" + path + " is missing)", e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not read " + path, e);
+        }
     }
-  }
 
-  static byte[] serialize(Object o) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-      out.writeObject(o);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    static byte[] serialize(Object o) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+            out.writeObject(o);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
     }
-    return bytes.toByteArray();
-  }
 
-  static Object deserialize(byte[] bytes) {
-    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes))) {
-      return in.readObject();
-    } catch (IOException | ClassNotFoundException e) {
-      throw new IllegalStateException("a worker's record is damaged: " + e.getMessage(), e);
+    static Object deserialize(byte[] bytes) {
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes))) {
+            return in.readObject();
+        } catch (IOException | ClassNotFoundException e) {
+            throw new IllegalStateException("a worker's record is damaged: " + e.getMessage(), e);
+        }
     }
-  }
 }
