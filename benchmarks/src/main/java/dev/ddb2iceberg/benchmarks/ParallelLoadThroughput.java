@@ -31,7 +31,7 @@ import org.apache.iceberg.catalog.Catalog;
 import org.slf4j.event.Level;
 
 /**
- * The parallel export load (issue 21) on the local stack: a generated full export of N items
+ * The parallel export load on the local stack: a generated full export of N items
  * (~600-byte items, gzip DynamoDB JSON, as DynamoDB writes it) loaded into a new table by the load's
  * own steps, with W workers at once (a thread pool standing in for the distributed map's Lambdas).
  *

@@ -344,7 +344,7 @@ class SparkReadsPipelineTablesTest {
     }
 
     /**
-     * A parallel export load (issue 21) into an empty table, its steps run one after another here,
+     * A parallel export load into an empty table, its steps run one after another here,
      * then the stream (before and after the export) merged over it.
      */
     private static PipelineTable loadedInParallel(LocalStack stack) {

@@ -74,7 +74,7 @@ import org.junit.jupiter.api.io.TempDir;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * The parallel export load (issue 21) as the state machine runs it, its steps invoked through the
+ * The parallel export load as the state machine runs it, its steps invoked through the
  * export-load function's handler by {@link InProcessExportLoad} (Step Functions cannot run here; the
  * in-process runner takes its place, with the same steps, order and retries), against the embedded
  * S3 server and a real catalog. The export is written by the test in DynamoDB's documented layout.
