@@ -1,41 +1,31 @@
 package dev.ddb2iceberg.testkit;
 
-import java.util.List;
-import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
-import org.apache.iceberg.BaseTable;
 import org.apache.iceberg.DataOperations;
-import org.apache.iceberg.HasTableOperations;
-import org.apache.iceberg.PartitionSpec;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
 import org.apache.iceberg.catalog.Catalog;
-import org.apache.iceberg.catalog.Namespace;
-import org.apache.iceberg.catalog.SupportsNamespaces;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.encryption.EncryptionManager;
-import org.apache.iceberg.io.FileIO;
-import org.apache.iceberg.io.LocationProvider;
+import org.apache.iceberg.exceptions.CommitFailedException;
 
 /**
- * For tests: a catalog whose tables run a hook just before each commit that adds a snapshot the
- * filter picks, the way Iceberg's own tests wrap a table's operations (TestTables). A test crashes
- * a writer there, or lands a concurrent commit between the writer's planning and its commit: give
- * the writer this catalog (or a table loaded through it) and the racing writer the plain one.
+ * For tests: a catalog whose table runs a hook just before each commit that adds a snapshot the
+ * filter picks. A test crashes a writer there, or lands a concurrent commit between the writer's
+ * planning and its commit: give the writer this catalog (or a table loaded through it) and the
+ * racing writer the plain one. The hook is given the real table.
  *
  * <p>The hook runs once per snapshot: Iceberg retries a commit whose base went stale with the same
  * snapshot id, and those retries do not run it again; a writer that plans again makes a new
  * snapshot, which does. So the hook runs before each of the writer's own commit attempts.
  */
-public final class CommitHookCatalog implements Catalog, SupportsNamespaces {
-    private final Catalog delegate;
+public final class CommitHookCatalog extends InterceptingCatalog {
     private final TableIdentifier table;
     private final Predicate<Snapshot> which;
     private final Consumer<Table> hook;
@@ -43,11 +33,10 @@ public final class CommitHookCatalog implements Catalog, SupportsNamespaces {
 
     /**
      * @param table the table whose commits run the hook (others, such as a change history, do not)
-     * @param which the commits' new snapshots that run it
-     * @param hook given the table as the writer sees it
+     * @param which the new snapshots whose commits run it
      */
     public CommitHookCatalog(Catalog delegate, TableIdentifier table, Predicate<Snapshot> which, Consumer<Table> hook) {
-        this.delegate = delegate;
+        super(delegate);
         this.table = table;
         this.which = which;
         this.hook = hook;
@@ -70,156 +59,31 @@ public final class CommitHookCatalog implements Catalog, SupportsNamespaces {
     }
 
     @Override
-    public Table loadTable(TableIdentifier identifier) {
-        Table real = delegate.loadTable(identifier);
-        if (!identifier.equals(table)) {
-            return real;
-        }
-        return new BaseTable(new Ops(((HasTableOperations) real).operations(), real), real.name());
+    boolean intercepts(TableIdentifier identifier) {
+        return identifier.equals(table);
     }
 
     @Override
-    public List<TableIdentifier> listTables(Namespace namespace) {
-        return delegate.listTables(namespace);
+    boolean interceptsCreatedTables() {
+        return true;
     }
 
     @Override
-    public boolean dropTable(TableIdentifier identifier, boolean purge) {
-        return delegate.dropTable(identifier, purge);
-    }
-
-    @Override
-    public void renameTable(TableIdentifier from, TableIdentifier to) {
-        delegate.renameTable(from, to);
-    }
-
-    @Override
-    public Table createTable(
-            TableIdentifier identifier,
-            Schema schema,
-            PartitionSpec spec,
-            String location,
-            Map<String, String> properties) {
-        delegate.createTable(identifier, schema, spec, location, properties);
-        return loadTable(identifier);
-    }
-
-    @Override
-    public TableBuilder buildTable(TableIdentifier identifier, Schema schema) {
-        return delegate.buildTable(identifier, schema);
-    }
-
-    @Override
-    public boolean tableExists(TableIdentifier identifier) {
-        return delegate.tableExists(identifier);
-    }
-
-    @Override
-    public String name() {
-        return delegate.name();
-    }
-
-    // Namespaces go to the real catalog (which must support them, as every catalog here does).
-
-    private SupportsNamespaces namespaces() {
-        return (SupportsNamespaces) delegate;
-    }
-
-    @Override
-    public void createNamespace(Namespace namespace, Map<String, String> metadata) {
-        namespaces().createNamespace(namespace, metadata);
-    }
-
-    @Override
-    public List<Namespace> listNamespaces(Namespace namespace) {
-        return namespaces().listNamespaces(namespace);
-    }
-
-    @Override
-    public Map<String, String> loadNamespaceMetadata(Namespace namespace) {
-        return namespaces().loadNamespaceMetadata(namespace);
-    }
-
-    @Override
-    public boolean dropNamespace(Namespace namespace) {
-        return namespaces().dropNamespace(namespace);
-    }
-
-    @Override
-    public boolean setProperties(Namespace namespace, Map<String, String> properties) {
-        return namespaces().setProperties(namespace, properties);
-    }
-
-    @Override
-    public boolean removeProperties(Namespace namespace, Set<String> properties) {
-        return namespaces().removeProperties(namespace, properties);
-    }
-
-    @Override
-    public boolean namespaceExists(Namespace namespace) {
-        return namespaces().namespaceExists(namespace);
-    }
-
-    private final class Ops implements TableOperations {
-        private final TableOperations real;
-        private final Table unwrapped;
-
-        Ops(TableOperations real, Table unwrapped) {
-            this.real = real;
-            this.unwrapped = unwrapped;
-        }
-
-        @Override
-        public void commit(TableMetadata base, TableMetadata metadata) {
-            Snapshot proposed = metadata.currentSnapshot();
-            boolean adds = proposed != null
-                    && (base == null
-                            || base.currentSnapshot() == null
-                            || base.currentSnapshot().snapshotId() != proposed.snapshotId());
-            if (adds && which.test(proposed) && seen.add(proposed.snapshotId())) {
-                hook.accept(unwrapped);
+    void commit(TableOperations real, Table unwrapped, TableMetadata base, TableMetadata metadata) {
+        Snapshot proposed = metadata.currentSnapshot();
+        boolean adds = proposed != null
+                && (base == null
+                        || base.currentSnapshot() == null
+                        || base.currentSnapshot().snapshotId() != proposed.snapshotId());
+        if (adds && which.test(proposed) && seen.add(proposed.snapshotId())) {
+            hook.accept(unwrapped);
+            // When the hook committed, the base this commit was planned on is stale: refuse it, as
+            // the catalog would, and Iceberg retries it over the new state (validating again).
+            TableMetadata now = real.refresh();
+            if (base != null && !Objects.equals(now.metadataFileLocation(), base.metadataFileLocation())) {
+                throw new CommitFailedException("the table changed while the hook ran: %s", now.metadataFileLocation());
             }
-            real.commit(base, metadata);
         }
-
-        @Override
-        public TableMetadata current() {
-            return real.current();
-        }
-
-        @Override
-        public TableMetadata refresh() {
-            return real.refresh();
-        }
-
-        @Override
-        public FileIO io() {
-            return real.io();
-        }
-
-        @Override
-        public EncryptionManager encryption() {
-            return real.encryption();
-        }
-
-        @Override
-        public String metadataFileLocation(String fileName) {
-            return real.metadataFileLocation(fileName);
-        }
-
-        @Override
-        public LocationProvider locationProvider() {
-            return real.locationProvider();
-        }
-
-        @Override
-        public TableOperations temp(TableMetadata uncommittedMetadata) {
-            return real.temp(uncommittedMetadata);
-        }
-
-        @Override
-        public long newSnapshotId() {
-            return real.newSnapshotId();
-        }
+        real.commit(base, metadata);
     }
 }
