@@ -18,6 +18,7 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
+import dev.ddb2iceberg.testkit.MovableClock;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
 import java.io.IOException;
@@ -25,7 +26,6 @@ import java.io.UncheckedIOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.EnumSet;
 import java.util.List;
@@ -249,30 +249,6 @@ final class Actors {
 
     // ------------------------------------------------------------------ continuous mode
 
-    /** A clock the harness moves: a continuous run's merges take time and its waits pass it. */
-    private static final class SteppingClock extends Clock {
-        private Instant now = Instant.now();
-
-        void moveTo(Instant t) {
-            now = t.isAfter(now) ? t : now;
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-    }
-
     /**
      * A continuous merger run ({@link ContinuousMerge}) on a clock the harness moves. While it waits
      * between merges {@code whileWaiting} runs (the stream delivers batches, maintenance sometimes
@@ -282,7 +258,7 @@ final class Actors {
      */
     void continuousRun(Runnable whileWaiting) {
         stats.count("continuous merger runs");
-        SteppingClock clock = new SteppingClock();
+        MovableClock clock = new MovableClock(Instant.now());
         int crashAt = plan.continuousRunDiesAt();
         int[] merges = {0};
         Supplier<MergeResult> merge = () -> {
@@ -325,11 +301,11 @@ final class Actors {
             trail.add("  continuous merge " + n + ": " + r.changesRead() + " changes from " + r.objectsApplied()
                     + " objects, backlog " + r.backlogObjects());
             invariants.checkTableMatchesItsCheckpoints("after merge " + n + " of a continuous run");
-            clock.moveTo(clock.instant().plusMillis(plan.mergeMillis()));
+            clock.set(clock.instant().plusMillis(plan.mergeMillis()));
             return r;
         };
         ContinuousMerge.Pause streamFlows = t -> {
-            clock.moveTo(t);
+            clock.set(t);
             whileWaiting.run();
         };
         ContinuousMerge.Settings continuous = new ContinuousMerge.Settings(

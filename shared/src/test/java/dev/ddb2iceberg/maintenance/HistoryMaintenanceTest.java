@@ -11,17 +11,15 @@ import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.testkit.DatedMerges;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.StreamEvents;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -66,23 +64,8 @@ class HistoryMaintenanceTest {
 
     /** Changes made on {@code day}, merged one small slice at a time (a history file per merge). */
     private List<Change> mergeChangesOn(Instant day, KeyedWorkload w, int merges) {
-        List<Change> made = new ArrayList<>();
-        for (int i = 0; i < merges; i++) {
-            List<Change> batch = new ArrayList<>();
-            for (Change c : w.next(20)) {
-                batch.add(new Change(
-                        c.keys(),
-                        c.operation(),
-                        c.newImage(),
-                        c.sequenceNumber(),
-                        day.toEpochMilli() + made.size() + batch.size(),
-                        c.ttlExpiry()));
-            }
-            new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-            new Merger(catalog, settings.table(), store, UNFOLDED).run();
-            made.addAll(batch);
-        }
-        return made;
+        return DatedMerges.mergeChangesOn(
+                day, w, merges, store, () -> new Merger(catalog, settings.table(), store, UNFOLDED));
     }
 
     @Test

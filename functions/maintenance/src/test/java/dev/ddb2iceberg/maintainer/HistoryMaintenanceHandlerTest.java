@@ -16,6 +16,7 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.testkit.DatedMerges;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.StreamEvents;
@@ -26,7 +27,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.Table;
@@ -71,23 +71,8 @@ class HistoryMaintenanceHandlerTest {
 
     /** Changes made on {@code day}, merged one small slice at a time (a history file per merge). */
     private List<Change> mergeChangesOn(Instant day, KeyedWorkload w, int merges) {
-        List<Change> made = new ArrayList<>();
-        for (int i = 0; i < merges; i++) {
-            List<Change> batch = new ArrayList<>();
-            for (Change c : w.next(20)) {
-                batch.add(new Change(
-                        c.keys(),
-                        c.operation(),
-                        c.newImage(),
-                        c.sequenceNumber(),
-                        day.toEpochMilli() + made.size() + batch.size(),
-                        c.ttlExpiry()));
-            }
-            new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-            new Merger(catalog, settings.table(), store, UNFOLDED).run();
-            made.addAll(batch);
-        }
-        return made;
+        return DatedMerges.mergeChangesOn(
+                day, w, merges, store, () -> new Merger(catalog, settings.table(), store, UNFOLDED));
     }
 
     @Test

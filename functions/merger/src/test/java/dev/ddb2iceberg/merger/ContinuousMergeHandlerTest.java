@@ -20,17 +20,15 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MovableClock;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -64,40 +62,6 @@ class ContinuousMergeHandlerTest {
     private StagingStore store;
     private EmbeddedS3Server server;
     private final MovableClock clock = new MovableClock(T0);
-
-    /** A clock only the test moves. */
-    static final class MovableClock extends Clock {
-        private Instant now;
-
-        MovableClock(Instant now) {
-            this.now = now;
-        }
-
-        void set(Instant t) {
-            if (t.isAfter(now)) {
-                now = t;
-            }
-        }
-
-        void advance(Duration d) {
-            now = now.plus(d);
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-    }
 
     @BeforeEach
     void setUp(EmbeddedS3Server server) {
