@@ -16,14 +16,12 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.model.SequenceNumbers;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.StreamEvents;
-import dev.ddb2iceberg.testkit.TableItems;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,9 +70,7 @@ class ChangeHistoryTest {
     }
 
     private void stage(List<Change> batch) {
-        BatchStager.Result r =
-                new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-        assertTrue(r.complete(), "staging failed: " + r.failure());
+        TableAssertions.stage(store, batch);
         batch.forEach(c -> streamed.put(c.sequenceNumber(), c));
         model.apply(batch);
     }
@@ -128,9 +124,7 @@ class ChangeHistoryTest {
     }
 
     private void assertTableEqualsModel() {
-        var expected = model.items();
-        var actual = TableItems.read(table());
-        assertTrue(expected.equals(actual), () -> ExpectedTable.diff(expected, actual));
+        TableAssertions.assertHolds(table(), model);
     }
 
     @Test

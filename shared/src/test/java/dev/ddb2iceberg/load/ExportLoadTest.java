@@ -18,14 +18,12 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.StreamEvents;
-import dev.ddb2iceberg.testkit.TableItems;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -90,9 +88,7 @@ class ExportLoadTest {
     }
 
     private void stage(List<Change> changes) {
-        BatchStager.Result r =
-                new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
-        assertTrue(r.complete(), "staging failed: " + r.failure());
+        TableAssertions.stage(store, changes);
     }
 
     private Table table() {
@@ -101,10 +97,7 @@ class ExportLoadTest {
     }
 
     private void assertTableEquals(ExpectedTable model) {
-        var expected = model.items();
-        var actual = TableItems.read(table());
-        assertEquals(expected.size(), actual.size(), () -> "row count; " + ExpectedTable.diff(expected, actual));
-        assertTrue(expected.equals(actual), () -> ExpectedTable.diff(expected, actual));
+        TableAssertions.assertHolds(table(), model);
     }
 
     /** The source's history: changes before the export (still in the stream) and after it. */

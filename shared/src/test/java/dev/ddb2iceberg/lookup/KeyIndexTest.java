@@ -24,7 +24,6 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.status.TableStatus;
 import dev.ddb2iceberg.table.TableLayout;
@@ -33,8 +32,7 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
-import dev.ddb2iceberg.testkit.StreamEvents;
-import dev.ddb2iceberg.testkit.TableItems;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -114,9 +112,7 @@ class KeyIndexTest {
     }
 
     private void stage(List<Change> changes) {
-        BatchStager.Result r =
-                new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
-        assertTrue(r.complete(), () -> "staging failed: " + r.failure());
+        TableAssertions.stage(store, changes);
         model.apply(changes);
     }
 
@@ -138,8 +134,7 @@ class KeyIndexTest {
     }
 
     private void assertTableEqualsModel() {
-        var actual = TableItems.read(table());
-        assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
+        TableAssertions.assertHolds(table(), model);
     }
 
     /** Each key's rows as "file@position#sequence", sorted, for comparing two answers. */

@@ -21,7 +21,7 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.StreamEvents;
-import dev.ddb2iceberg.testkit.TableItems;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -130,9 +130,7 @@ class MaintenanceTest {
     }
 
     private void assertTableEqualsExpected() {
-        var want = expected.items();
-        var got = TableItems.read(table());
-        assertTrue(want.equals(got), () -> ExpectedTable.diff(want, got));
+        TableAssertions.assertHolds(table(), expected);
     }
 
     private static Clock at(Instant instant) {

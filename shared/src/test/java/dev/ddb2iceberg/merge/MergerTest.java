@@ -24,6 +24,7 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.UnknownOutcomeCatalog;
 import java.nio.file.Path;
@@ -138,10 +139,7 @@ class MergerTest {
     }
 
     private void assertTableEqualsModel() {
-        var expected = model.items();
-        var actual = TableItems.read(table());
-        assertEquals(expected.size(), actual.size(), () -> "row count; " + ExpectedTable.diff(expected, actual));
-        assertTrue(expected.equals(actual), () -> ExpectedTable.diff(expected, actual));
+        TableAssertions.assertHolds(table(), model);
     }
 
     private List<String> stagedKeys() {

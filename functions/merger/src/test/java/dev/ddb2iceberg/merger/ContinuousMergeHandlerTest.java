@@ -15,14 +15,12 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.MovableClock;
-import dev.ddb2iceberg.testkit.StreamEvents;
-import dev.ddb2iceberg.testkit.TableItems;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -76,17 +74,15 @@ class ContinuousMergeHandlerTest {
     /** One batch of the stream, staged as the stager would, and remembered in the model. */
     private void stageBatch(int changes) {
         List<Change> batch = workload.next(changes);
-        BatchStager.Result r =
-                new BatchStager(store).stage(StreamEvents.batch(batch).getRecords());
-        assertTrue(r.complete(), "staging failed: " + r.failure());
+        TableAssertions.stage(store, batch);
         model.apply(batch);
     }
 
     private void assertTableEqualsModel() {
-        var table = catalog.loadTable(TableIdentifier.of(
-                settings.table().namespace(), settings.table().name()));
-        var actual = TableItems.read(table);
-        assertTrue(model.items().equals(actual), () -> ExpectedTable.diff(model.items(), actual));
+        TableAssertions.assertHolds(
+                catalog.loadTable(TableIdentifier.of(
+                        settings.table().namespace(), settings.table().name())),
+                model);
     }
 
     // ------------------------------------------------------------------ the handler

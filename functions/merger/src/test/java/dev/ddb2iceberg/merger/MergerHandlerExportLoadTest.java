@@ -13,13 +13,12 @@ import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -65,9 +64,7 @@ class MergerHandlerExportLoadTest {
     }
 
     private void stage(List<Change> changes) {
-        BatchStager.Result r =
-                new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
-        assertTrue(r.complete(), "staging failed: " + r.failure());
+        TableAssertions.stage(store, changes);
     }
 
     /** The source's history: changes before the export (still in the stream) and after it. */

@@ -27,7 +27,6 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
@@ -36,7 +35,7 @@ import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
-import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.TableAssertions;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -156,9 +155,7 @@ class ParallelExportLoadTest {
     }
 
     private void stage(List<Change> changes) {
-        BatchStager.Result r =
-                new BatchStager(store).stage(StreamEvents.batch(changes).getRecords());
-        assertTrue(r.complete(), "staging failed: " + r.failure());
+        TableAssertions.stage(store, changes);
     }
 
     private MergeResult merge() {
@@ -181,10 +178,7 @@ class ParallelExportLoadTest {
     }
 
     private void assertTableEquals(ExpectedTable model) {
-        var expected = model.items();
-        var actual = TableItems.read(table());
-        assertEquals(expected.size(), actual.size(), () -> "row count; " + ExpectedTable.diff(expected, actual));
-        assertTrue(expected.equals(actual), () -> ExpectedTable.diff(expected, actual));
+        TableAssertions.assertHolds(table(), model);
     }
 
     /** The source's history: changes before the export (in the stream), during the load, and after it. */
