@@ -21,6 +21,7 @@ import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
+import dev.ddb2iceberg.testkit.ExportHistory;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.TableAssertions;
@@ -100,28 +101,8 @@ class ExportLoadTest {
         TableAssertions.assertHolds(table(), model);
     }
 
-    /** The source's history: changes before the export (still in the stream) and after it. */
-    private record History(List<Change> before, List<Change> after, List<Map<String, DdbValue>> exported) {}
-
-    private static History history(long seed) {
-        KeyedWorkload w = new KeyedWorkload(seed, 400);
-        List<Change> older = new ArrayList<>(); // before the stream's 24 hours: only the export has them
-        for (int i = 0; i < 400; i++) {
-            older.add(w.upsert(i, Operation.INSERT));
-        }
-        List<Change> before = w.next(300);
-        List<Change> after = new ArrayList<>(w.next(300)); // updates and removes of exported items
-        for (int i = 400; i < 450; i++) {
-            after.add(w.upsert(i, Operation.INSERT)); // items created after the export
-        }
-        ExpectedTable atExport = new ExpectedTable();
-        atExport.apply(older);
-        atExport.apply(before);
-        return new History(before, after, new ArrayList<>(atExport.items().values()));
-    }
-
     /** The source table as the export shows it. */
-    private static ExpectedTable exportedOnly(History h) {
+    private static ExpectedTable exportedOnly(ExportHistory h) {
         ExpectedTable model = new ExpectedTable();
         h.exported()
                 .forEach(item -> model.apply(List.of(new Change(
@@ -130,7 +111,7 @@ class ExportLoadTest {
     }
 
     /** The source table now: the export, then the stream's changes (those before it are already in it). */
-    private static ExpectedTable source(History h) {
+    private static ExpectedTable source(ExportHistory h) {
         ExpectedTable model = exportedOnly(h);
         model.apply(h.before());
         model.apply(h.after());
@@ -139,7 +120,7 @@ class ExportLoadTest {
 
     @Test
     void anExportLoadedBeforeTheOverlappingStreamIsMergedGivesTheSourceTable() {
-        History h = history(1);
+        ExportHistory h = ExportHistory.of(1);
         stage(h.before());
         stage(h.after());
         String location = exports.writeFull("01764000000000-a", Instant.now().minusSeconds(60), h.exported(), 4);
@@ -155,7 +136,7 @@ class ExportLoadTest {
 
     @Test
     void anExportLoadedAfterTheStreamWasMergedNeitherUndoesUpdatesNorBringsBackRemovedItems() {
-        History h = history(2);
+        ExportHistory h = ExportHistory.of(2);
         stage(h.before());
         stage(h.after());
         new Merger(catalog, settings.table(), store, settings.options()).run(); // the stream first
@@ -170,7 +151,7 @@ class ExportLoadTest {
 
     @Test
     void aLoadInterruptedMidwayResumesFromTheTableAndEndsIdentical() {
-        History h = history(3);
+        ExportHistory h = ExportHistory.of(3);
         stage(h.before());
         stage(h.after());
         String location = exports.writeFull("01764000000000-c", Instant.now().minusSeconds(60), h.exported(), 4);
@@ -197,7 +178,7 @@ class ExportLoadTest {
 
     @Test
     void aLoadThatCrashesMidChunkResumesAtTheLastCommittedChunk() {
-        History h = history(10);
+        ExportHistory h = ExportHistory.of(10);
         stage(h.before());
         stage(h.after());
         String location = exports.writeFull("01764000000000-k", Instant.now().minusSeconds(60), h.exported(), 4);
@@ -217,7 +198,7 @@ class ExportLoadTest {
 
     @Test
     void aManifestWhoseCountsDoNotMatchItsFilesIsRefusedBeforeLoadingAnything() throws Exception {
-        History h = history(4);
+        ExportHistory h = ExportHistory.of(4);
         stage(h.before());
         String location = exports.writeFull("01764000000000-d", Instant.now().minusSeconds(60), h.exported(), 2);
         String folder = ExportLocation.parse(location).folder();
@@ -247,7 +228,7 @@ class ExportLoadTest {
 
     @Test
     void aDataFileHoldingOtherThanItsManifestSaysIsRefusedNamingTheFile() {
-        History h = history(5);
+        ExportHistory h = ExportHistory.of(5);
         stage(h.before());
         String location = exports.writeFull("01764000000000-e", Instant.now().minusSeconds(60), h.exported(), 2);
         String dataKey = ExportLocation.parse(location).folder() + "data/00000-01764000000000-e.json.gz";
@@ -267,7 +248,7 @@ class ExportLoadTest {
 
     @Test
     void theLoadIsRefusedWhenTheStagedStreamDoesNotReachBackToTheExportTime() {
-        History h = history(6);
+        ExportHistory h = ExportHistory.of(6);
         Instant exportTime = Instant.now().minus(Duration.ofHours(2));
         // The stager started after the export: its oldest change is an hour after the export time.
         Change late = new Change(
@@ -290,7 +271,7 @@ class ExportLoadTest {
 
     @Test
     void withNoStreamChangeYetTheLoadNeedsTheUsersWordThatNothingChanged() {
-        History h = history(7);
+        ExportHistory h = ExportHistory.of(7);
         String location = exports.writeFull("01764000000000-g", Instant.now().minusSeconds(60), h.exported(), 2);
         IllegalStateException e =
                 assertThrows(IllegalStateException.class, () -> loader(100_000).run(request(location), later()));
@@ -307,7 +288,7 @@ class ExportLoadTest {
 
     @Test
     void anIncrementalExportAppliesEachItemsNewestChangeOverTheFullExport() {
-        History h = history(8);
+        ExportHistory h = ExportHistory.of(8);
         stage(h.before());
         Instant fullTime = Instant.now().minus(Duration.ofMinutes(30));
         loader(100_000).run(request(exports.writeFull("01764000000000-h", fullTime, h.exported(), 2)), later());

@@ -11,12 +11,9 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.model.DdbValue;
-import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
-import dev.ddb2iceberg.testkit.ExpectedTable;
-import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.ExportHistory;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.ByteArrayInputStream;
@@ -24,7 +21,6 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -67,29 +63,9 @@ class MergerHandlerExportLoadTest {
         TableAssertions.stage(store, changes);
     }
 
-    /** The source's history: changes before the export (still in the stream) and after it. */
-    private record History(List<Change> before, List<Change> after, List<Map<String, DdbValue>> exported) {}
-
-    private static History history(long seed) {
-        KeyedWorkload w = new KeyedWorkload(seed, 400);
-        List<Change> older = new ArrayList<>(); // before the stream's 24 hours: only the export has them
-        for (int i = 0; i < 400; i++) {
-            older.add(w.upsert(i, Operation.INSERT));
-        }
-        List<Change> before = w.next(300);
-        List<Change> after = new ArrayList<>(w.next(300)); // updates and removes of exported items
-        for (int i = 400; i < 450; i++) {
-            after.add(w.upsert(i, Operation.INSERT)); // items created after the export
-        }
-        ExpectedTable atExport = new ExpectedTable();
-        atExport.apply(older);
-        atExport.apply(before);
-        return new History(before, after, new ArrayList<>(atExport.items().values()));
-    }
-
     @Test
     void theMergerFunctionLoadsAnExportNamedInItsInputAndSaysWhenItIsDone() throws Exception {
-        History h = history(9);
+        ExportHistory h = ExportHistory.of(9);
         stage(h.before());
         String location = exports.writeFull("01764000000000-j", Instant.now().minusSeconds(60), h.exported(), 2);
         MergerHandler handler = new MergerHandler(settings, catalog, s3);
