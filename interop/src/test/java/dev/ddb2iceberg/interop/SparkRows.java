@@ -49,7 +49,7 @@ final class SparkRows {
             Map<String, DdbValue> item =
                     layout.toItem(record(parse(line), layout.schema().asStruct()));
             Map<String, DdbValue> key = new LinkedHashMap<>();
-            layout.keyNames().forEach(k -> key.put(k, item.get(k)));
+            layout.keyAttributes().forEach(k -> key.put(k, item.get(k)));
             if (items.put(key, item) != null) {
                 throw new AssertionError("Spark returned two rows for key " + key);
             }

@@ -33,6 +33,7 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -96,17 +97,17 @@ final class GetCommand implements Callable<Integer> {
 
             Expression filter = Expressions.alwaysTrue();
             for (Map.Entry<String, DdbValue> k : key.entrySet()) {
-                Object column = TypeMapping.keyToColumn(
-                        table.schema().findField(k.getKey()).type(), layout.keyDdbType(k.getKey()), k.getValue());
+                Types.NestedField keyColumn = layout.columnOf(k.getKey());
+                Object column = TypeMapping.keyToColumn(keyColumn.type(), layout.keyDdbType(k.getKey()), k.getValue());
                 if (column == TypeMapping.DOES_NOT_FIT) {
                     err.println("No " + item + ": its " + k.getKey() + " column ("
-                            + table.schema().findField(k.getKey()).type()
+                            + keyColumn.type()
                             + ") cannot hold " + DdbJson.write(k.getValue())
                             + "; the merger sets such changes aside under"
                             + " quarantine/merger/.");
                     return 1;
                 }
-                filter = Expressions.and(filter, Expressions.equal(k.getKey(), column));
+                filter = Expressions.and(filter, Expressions.equal(keyColumn.name(), column));
             }
             if (snapshot == null) {
                 err.println("No " + item);
@@ -145,7 +146,7 @@ final class GetCommand implements Callable<Integer> {
 
     /** The key from the command line, each value parsed by its DynamoDB type. */
     private Map<String, DdbValue> key(TableLayout layout, TableIdentifier id) {
-        List<String> names = layout.keyNames();
+        List<String> names = layout.keyAttributes();
         if (names.size() == 2 && sortKey == null) {
             throw new UserError(id + " has a sort key, " + names.get(1) + " (" + layout.keyDdbType(names.get(1))
                     + "): give it after the partition key, as in: get <" + names.get(0) + "> <" + names.get(1) + ">");

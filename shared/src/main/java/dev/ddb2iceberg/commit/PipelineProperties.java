@@ -46,6 +46,12 @@ public final class PipelineProperties {
     /** Where derived files (key index, removals, load records) go when not beside the table's data. */
     public static final String DERIVED_FILES_LOCATION = "ddb2iceberg.derived-files-location";
 
+    /**
+     * How the table's columns were named from its attributes (lower or preserve, COLUMN_NAMES when it
+     * was made); absent on tables made before the setting, which preserve.
+     */
+    public static final String COLUMN_NAMES = "ddb2iceberg.column-names";
+
     /** The removal policy the last merge applied to TTL expiries, so a change of policy is noticed. */
     public static final String TTL_EXPIRIES = "ddb2iceberg.ttl-expiries";
 

@@ -107,6 +107,15 @@ public final class Settings {
             "",
             "ColumnTypes",
             "column types by attribute, overriding inference, such as price=decimal(12,2)");
+    public static final Setting COLUMN_NAMES = choice(
+            "COLUMN_NAMES",
+            "lower",
+            "ColumnNames",
+            true,
+            "how a new table names its columns: lower (lower case, letters, digits and _, as Athena and Glue"
+                    + " want) or preserve (the attribute names as they are); a table keeps the rule it was made with",
+            "lower",
+            "preserve");
     public static final Setting ITEM_JSON_COLUMN = param(
             "ITEM_JSON_COLUMN",
             "false",

@@ -8,6 +8,7 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.table.ColumnNames;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TableSettings;
@@ -110,7 +111,7 @@ public final class ChangeHistory {
             for (Record r : rows) {
                 Map<String, DdbValue> item = layout.toItem(r);
                 Map<String, DdbValue> key = new LinkedHashMap<>();
-                layout.keyNames().forEach(k -> key.put(k, item.get(k)));
+                layout.keyAttributes().forEach(k -> key.put(k, item.get(k)));
                 Operation op = Operation.valueOf((String) r.getField(OPERATION));
                 out.add(new Change(
                         key,
@@ -255,7 +256,7 @@ public final class ChangeHistory {
                         Expressions.greaterThanOrEqual(TableLayout.TIME, from * 1000),
                         Expressions.lessThanOrEqual(TableLayout.TIME, to * 1000)));
         Set<String> held = new HashSet<>();
-        List<String> columns = new ArrayList<>(layout.keyNames());
+        List<String> columns = new ArrayList<>(layout.keyColumns());
         columns.add(TableLayout.SEQ);
         Schema projection = history.schema().select(columns);
         int files = 0;
@@ -302,7 +303,7 @@ public final class ChangeHistory {
             row = GenericRecord.create(history.schema());
             List<Object> key = layout.keyOf(c);
             for (int i = 0; i < key.size(); i++) {
-                row.setField(layout.keyNames().get(i), key.get(i));
+                row.setField(layout.keyColumns().get(i), key.get(i));
             }
             row.setField(TableLayout.SEQ, SequenceNumbers.pad(c.sequenceNumber()));
             row.setField(
@@ -342,6 +343,10 @@ public final class ChangeHistory {
         Map<String, String> props = new HashMap<>();
         props.put(TableProperties.FORMAT_VERSION, Integer.toString(TableUtil.formatVersion(main)));
         props.put(PipelineProperties.KEYS, main.properties().get(PipelineProperties.KEYS));
+        // The history's columns are the main table's, named by its rule.
+        props.put(
+                PipelineProperties.COLUMN_NAMES,
+                ColumnNames.of(main.properties()).setting());
         props.put(PipelineProperties.HISTORY_OF, settings.namespace() + "." + settings.name());
         props.put(TableProperties.DEFAULT_FILE_FORMAT, "parquet");
         props.put(TableProperties.PARQUET_COMPRESSION, "zstd");

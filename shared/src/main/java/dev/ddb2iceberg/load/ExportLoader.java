@@ -180,7 +180,7 @@ public final class ExportLoader {
 
     public static List<String> keyNames(Table table, Request request, TableIdentifier id) {
         if (table != null) {
-            List<String> tableKeys = TableLayout.of(table).keyNames();
+            List<String> tableKeys = TableLayout.of(table).keyAttributes();
             if (!request.keys().isEmpty() && !request.keys().equals(tableKeys)) {
                 throw new IllegalArgumentException("The input names keys " + request.keys() + " but the table " + id
                         + " has keys " + tableKeys + ". Leave \"keys\" out, or load into another table.");

@@ -62,7 +62,7 @@ public final class ScanLookup implements LiveRowLookup {
         }
         Schema schema = table.schema();
         List<Types.NestedField> keyFields =
-                layout.keyNames().stream().map(schema::findField).toList();
+                layout.keyColumns().stream().map(schema::findField).toList();
         Map<Integer, Pruner> pruners = new HashMap<>();
         for (PartitionSpec spec : table.specs().values()) {
             pruners.put(spec.specId(), new Pruner(spec, schema, keyFields, keys));
@@ -72,7 +72,7 @@ public final class ScanLookup implements LiveRowLookup {
         List<FileScanTask> files = new ArrayList<>();
         try (CloseableIterable<FileScanTask> tasks = table.newScan()
                 .useSnapshot(snapshotId)
-                .includeColumnStats(layout.keyNames())
+                .includeColumnStats(layout.keyColumns())
                 .planFiles()) {
             for (FileScanTask task : tasks) {
                 files.add(task);
@@ -105,7 +105,7 @@ public final class ScanLookup implements LiveRowLookup {
     static Schema keyColumns(Table table, TableLayout layout) {
         Schema schema = table.schema();
         List<Types.NestedField> projected = new ArrayList<>();
-        layout.keyNames().forEach(k -> projected.add(schema.findField(k)));
+        layout.keyColumns().forEach(k -> projected.add(schema.findField(k)));
         projected.add(schema.findField(TableLayout.SEQ));
         projected.add(MetadataColumns.ROW_POSITION);
         return new Schema(projected);

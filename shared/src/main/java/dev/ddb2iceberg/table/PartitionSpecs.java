@@ -21,7 +21,12 @@ public final class PartitionSpecs {
         return "bucket(16, " + partitionKey + ")";
     }
 
-    public static PartitionSpec parse(String text, Schema schema) {
+    /**
+     * The spec {@code text} describes for a table laid out as {@code layout}. A term may name a
+     * column or an attribute (say {@code bucket(16, customerId)} for the column {@code customerid}).
+     */
+    public static PartitionSpec parse(String text, TableLayout layout) {
+        Schema schema = layout.schema();
         PartitionSpec.Builder spec = PartitionSpec.builderFor(schema);
         if (text.isBlank() || text.trim().equalsIgnoreCase("none")) {
             return spec.build();
@@ -37,6 +42,9 @@ public final class PartitionSpecs {
             if (column == null) { // a bare column name: identity
                 column = m.group(1);
                 fn = "identity";
+            }
+            if (schema.findField(column) == null && layout.columnOf(column) != null) {
+                column = layout.columnOf(column).name(); // an attribute's name: its column
             }
             if (schema.findField(column) == null) {
                 throw bad(

@@ -7,11 +7,14 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.SortOrder;
@@ -62,6 +65,7 @@ public final class TableCreator {
             LOG.info("The pipeline's own files of {} (removals file, key index) now go to {}", table.name(), wanted);
         }
         changed |= recordRemovalPolicy(table, settings.removals(), update);
+        changed |= recordColumnNames(table, settings.columnNames(), update);
         if (changed) {
             update.commit();
             table.refresh();
@@ -105,6 +109,32 @@ public final class TableCreator {
         return changed;
     }
 
+    /** Tables whose kept column-name rule the log has already explained, once per container. */
+    private static final Set<String> TOLD_COLUMN_NAMES = ConcurrentHashMap.newKeySet();
+
+    /**
+     * Records the column-name rule on a table made before the rule was recorded (it took the
+     * attribute names as they were: preserve). A table keeps its rule whatever COLUMN_NAMES says
+     * later: renaming columns would break every query and view on the table. The log says so, once.
+     */
+    private static boolean recordColumnNames(Table table, ColumnNames wanted, UpdateProperties update) {
+        String recorded = table.properties().get(PipelineProperties.COLUMN_NAMES);
+        ColumnNames kept = ColumnNames.of(table.properties());
+        if (kept != wanted && TOLD_COLUMN_NAMES.add(table.uuid().toString())) {
+            LOG.warn(
+                    "COLUMN_NAMES is {} but table {} keeps the column names it was made with ({}): renaming columns"
+                            + " would break every query on it. COLUMN_NAMES applies to new tables.",
+                    wanted.setting(),
+                    table.name(),
+                    kept.setting());
+        }
+        if (recorded == null) {
+            update.set(PipelineProperties.COLUMN_NAMES, kept.setting());
+            return true;
+        }
+        return false;
+    }
+
     /** Loads the table, creating it first if it does not exist (another merger may win the race). */
     public static Table loadOrCreate(
             Catalog catalog, TableIdentifier id, TableSettings settings, List<Change> changes) {
@@ -120,13 +150,21 @@ public final class TableCreator {
             }
         }
         Map<String, String> keyTypes = keyTypes(changes, settings.partitionKey());
+        ColumnNames names = settings.columnNames();
         List<Types.NestedField> fields = new ArrayList<>();
         int id0 = 1;
         Map<String, Type> keyColumnTypes = keyColumnTypes(changes, keyTypes.keySet());
         List<Integer> identifiers = new ArrayList<>();
+        Set<String> taken = new HashSet<>();
+        List<String> keyColumns = new ArrayList<>();
         for (String key : keyTypes.keySet()) {
+            String column = names.keyColumnFor(key, taken);
+            taken.add(column.toLowerCase(Locale.ROOT));
+            keyColumns.add(column);
             identifiers.add(id0);
-            fields.add(Types.NestedField.required(id0++, key, keyColumnTypes.get(key)));
+            // A renamed key's column keeps the attribute's name in its doc; others have none, as before.
+            String doc = column.equals(key) ? null : ColumnNames.doc(keyTypes.get(key), key, column);
+            fields.add(Types.NestedField.required(id0++, column, keyColumnTypes.get(key), doc));
         }
         fields.add(Types.NestedField.required(
                 id0++,
@@ -157,22 +195,17 @@ public final class TableCreator {
                     Types.VariantType.get(),
                     "the whole item as a variant (ITEM_VARIANT_COLUMN)"));
         }
+        Schema keysOnly = new Schema(fields, Set.copyOf(identifiers));
+        TableLayout layout = TableLayout.of(keysOnly, TableLayout.keysProperty(keyTypes), names);
         // The user's typed columns exist from the start, so the partition spec may use them.
-        for (Map.Entry<String, TypeMapping.Column> hint : settings.columnTypes().entrySet()) {
-            if (!keyTypes.containsKey(hint.getKey())) {
-                fields.add(Types.NestedField.optional(
-                        id0++,
-                        hint.getKey(),
-                        hint.getValue().type(),
-                        hint.getValue().doc()));
+        List<Map<String, DdbValue>> hinted = new ArrayList<>();
+        settings.columnTypes().forEach((attribute, column) -> {
+            if (!keyTypes.containsKey(attribute)) {
+                hinted.add(Map.of(attribute, DdbValue.Null.INSTANCE));
             }
-        }
-        Schema base = new Schema(fields, Set.copyOf(identifiers));
-        TableLayout layout = TableLayout.of(base, TableLayout.keysProperty(keyTypes));
-        List<Map<String, DdbValue>> images = changes.stream()
-                .filter(c -> c.newImage() != null)
-                .map(Change::newImage)
-                .toList();
+        });
+        List<Map<String, DdbValue>> images = new ArrayList<>(hinted);
+        changes.stream().filter(c -> c.newImage() != null).forEach(c -> images.add(c.newImage()));
         int[] nextId = {id0};
         for (TableLayout.Addition column : layout.schemaChanges(
                         images, settings.columnTypes(), () -> 1_000_000 + nextId[0]++)
@@ -180,17 +213,19 @@ public final class TableCreator {
             fields.add(Types.NestedField.optional(nextId[0]++, column.name(), column.type(), column.doc()));
         }
         Schema schema = new Schema(fields, Set.copyOf(identifiers));
+        layout = TableLayout.of(schema, TableLayout.keysProperty(keyTypes), names);
 
-        String partitionKey = keyTypes.keySet().iterator().next();
-        String specText =
-                settings.partitionSpec() != null ? settings.partitionSpec() : PartitionSpecs.defaultFor(partitionKey);
-        PartitionSpec spec = PartitionSpecs.parse(specText, schema);
+        String specText = settings.partitionSpec() != null
+                ? settings.partitionSpec()
+                : PartitionSpecs.defaultFor(keyColumns.get(0));
+        PartitionSpec spec = PartitionSpecs.parse(specText, layout);
         SortOrder.Builder order = SortOrder.builderFor(schema);
-        keyTypes.keySet().forEach(order::asc);
+        keyColumns.forEach(order::asc);
 
         Map<String, String> props = new HashMap<>();
         props.put(TableProperties.FORMAT_VERSION, Integer.toString(settings.formatVersion()));
         props.put(PipelineProperties.KEYS, TableLayout.keysProperty(keyTypes));
+        props.put(PipelineProperties.COLUMN_NAMES, names.setting());
         props.put(
                 PipelineProperties.TTL_EXPIRIES,
                 settings.removals().ttlExpiries().setting());
@@ -210,8 +245,8 @@ public final class TableCreator {
             props.put(PipelineProperties.DERIVED_FILES_LOCATION, settings.derivedFilesLocation());
         }
         // Exact (untruncated) bounds on the keys, so the merge can skip files that cannot hold a key.
-        for (String key : keyTypes.keySet()) {
-            props.put(TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX + key, "full");
+        for (String column : keyColumns) {
+            props.put(TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX + column, "full");
         }
         try {
             Catalog.TableBuilder builder = catalog.buildTable(id, schema)
@@ -223,11 +258,13 @@ public final class TableCreator {
             }
             Table table = builder.create();
             LOG.info(
-                    "Created table {} with keys {}, partitioned by {}, format v{}",
+                    "Created table {} with keys {} (columns {}), partitioned by {}, format v{}, column names {}",
                     id,
                     keyTypes,
+                    keyColumns,
                     specText,
-                    settings.formatVersion());
+                    settings.formatVersion(),
+                    names.setting());
             return table;
         } catch (AlreadyExistsException raced) {
             return catalog.loadTable(id);

@@ -45,26 +45,49 @@ public final class TableLayout {
     /** Optional column on format v3 (ITEM_VARIANT_COLUMN): the whole item as a variant. */
     public static final String VARIANT = "_ddb_variant";
 
+    /** Names the pipeline keeps for its own columns: no attribute gets a column of such a name. */
+    public static final String RESERVED_PREFIX = "_ddb_";
+
     private final Schema schema;
-    private final List<String> keyNames;
+    private final ColumnNames names;
+    /** The key attributes' DynamoDB types (S, N or B), partition key first. */
     private final Map<String, String> keyDdbTypes;
+
+    private final List<String> keyAttributes;
+    private final List<String> keyColumns;
+    /** The top-level column of each attribute that has one (the key columns included). */
+    private final Map<String, Types.NestedField> columnsByAttribute = new HashMap<>();
     /** Lower-cased names of all top-level columns: engines such as Athena ignore case. */
     private final Map<String, String> columnsByLowerName = new HashMap<>();
 
-    private TableLayout(Schema schema, Map<String, String> keyDdbTypes) {
+    private TableLayout(Schema schema, Map<String, String> keyDdbTypes, ColumnNames names) {
         this.schema = schema;
+        this.names = names;
         this.keyDdbTypes = keyDdbTypes;
-        this.keyNames = List.copyOf(keyDdbTypes.keySet());
         for (Types.NestedField f : schema.columns()) {
             columnsByLowerName.put(f.name().toLowerCase(Locale.ROOT), f.name());
+            if (!f.name().startsWith(RESERVED_PREFIX)) {
+                columnsByAttribute.putIfAbsent(ColumnNames.attributeOf(f), f);
+            }
         }
+        this.keyAttributes = List.copyOf(keyDdbTypes.keySet());
+        List<String> columns = new ArrayList<>();
+        for (String key : keyAttributes) {
+            Types.NestedField column = columnsByAttribute.get(key);
+            if (column == null) {
+                throw new IllegalStateException("The table's key attribute '" + key + "' (" + PipelineProperties.KEYS
+                        + ") has no column: was the table's schema changed by hand?");
+            }
+            columns.add(column.name());
+        }
+        this.keyColumns = List.copyOf(columns);
     }
 
     public static TableLayout of(Table table) {
-        return of(table.schema(), table.properties().get(PipelineProperties.KEYS));
+        return of(table.schema(), table.properties().get(PipelineProperties.KEYS), ColumnNames.of(table.properties()));
     }
 
-    public static TableLayout of(Schema schema, String keysProperty) {
+    public static TableLayout of(Schema schema, String keysProperty, ColumnNames names) {
         if (keysProperty == null || keysProperty.isBlank()) {
             throw new IllegalStateException(
                     "The table has no '" + PipelineProperties.KEYS + "' property: it was not created by"
@@ -75,9 +98,10 @@ public final class TableLayout {
             int colon = part.lastIndexOf(':');
             keys.put(part.substring(0, colon), part.substring(colon + 1));
         }
-        return new TableLayout(schema, keys);
+        return new TableLayout(schema, keys, names);
     }
 
+    /** The {@link PipelineProperties#KEYS} property: key attribute names (not columns) and their types. */
     public static String keysProperty(Map<String, String> keyDdbTypes) {
         List<String> parts = new ArrayList<>();
         keyDdbTypes.forEach((name, type) -> parts.add(name + ":" + type));
@@ -88,25 +112,41 @@ public final class TableLayout {
         return schema;
     }
 
-    public List<String> keyNames() {
-        return keyNames;
+    /** The rule the table's columns are named by. */
+    public ColumnNames columnNames() {
+        return names;
     }
 
-    /** The DynamoDB type of key attribute {@code name}: S, N or B. */
-    public String keyDdbType(String name) {
-        return keyDdbTypes.get(name);
+    /** The key attributes' names as DynamoDB has them, partition key first: the keys of an item. */
+    public List<String> keyAttributes() {
+        return keyAttributes;
+    }
+
+    /** The key columns' names, in the order of {@link #keyAttributes}. */
+    public List<String> keyColumns() {
+        return keyColumns;
+    }
+
+    /** The top-level column that holds {@code attribute}, or null when none does (its values are in the overflow map). */
+    public Types.NestedField columnOf(String attribute) {
+        return columnsByAttribute.get(attribute);
+    }
+
+    /** The DynamoDB type of key attribute {@code attribute}: S, N or B. */
+    public String keyDdbType(String attribute) {
+        return keyDdbTypes.get(attribute);
     }
 
     /** The key of a change as column values, or null when a key value does not fit its column. */
     public List<Object> keyOf(Change c) {
-        Object[] key = new Object[keyNames.size()];
+        Object[] key = new Object[keyAttributes.size()];
         for (int i = 0; i < key.length; i++) {
-            String name = keyNames.get(i);
+            String name = keyAttributes.get(i);
             DdbValue v = c.keys().get(name);
             if (v == null) {
                 return null;
             }
-            Object col = TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v);
+            Object col = TypeMapping.keyToColumn(columnOf(name).type(), keyDdbTypes.get(name), v);
             if (col == TypeMapping.DOES_NOT_FIT) {
                 return null;
             }
@@ -118,14 +158,14 @@ public final class TableLayout {
     /** Why {@link #keyOf} returned null, for the quarantine. */
     public String whyKeyDoesNotFit(Change c) {
         if (!c.keys().keySet().equals(keyDdbTypes.keySet())) {
-            return "change has key attributes " + c.keys().keySet() + " but the table's keys are " + keyNames;
+            return "change has key attributes " + c.keys().keySet() + " but the table's keys are " + keyAttributes;
         }
-        for (String name : keyNames) {
+        for (String name : keyAttributes) {
             DdbValue v = c.keys().get(name);
-            if (TypeMapping.keyToColumn(schema.findField(name).type(), keyDdbTypes.get(name), v)
-                    == TypeMapping.DOES_NOT_FIT) {
-                return "key attribute '" + name + "' = " + DdbJson.write(v) + " does not fit its column of type "
-                        + schema.findField(name).type() + " (DynamoDB type " + keyDdbTypes.get(name) + ")";
+            Type type = columnOf(name).type();
+            if (TypeMapping.keyToColumn(type, keyDdbTypes.get(name), v) == TypeMapping.DOES_NOT_FIT) {
+                return "key attribute '" + name + "' = " + DdbJson.write(v) + " does not fit its column of type " + type
+                        + " (DynamoDB type " + keyDdbTypes.get(name) + ")";
             }
         }
         return "key fits";
@@ -133,9 +173,9 @@ public final class TableLayout {
 
     /** The key of a row read from the table (it must hold the key columns). */
     public List<Object> keyOf(Record row) {
-        Object[] key = new Object[keyNames.size()];
+        Object[] key = new Object[keyColumns.size()];
         for (int i = 0; i < key.length; i++) {
-            key[i] = row.getField(keyNames.get(i));
+            key[i] = row.getField(keyColumns.get(i));
         }
         return List.of(key);
     }
@@ -144,18 +184,13 @@ public final class TableLayout {
     @SuppressWarnings("unchecked")
     public Comparator<Record> keyOrder() {
         Comparator<Record> order = (a, b) -> 0;
-        for (String key : keyNames) {
+        for (String key : keyColumns) {
             Comparator<Object> c = (Comparator<Object>) (Comparator<?>)
                     Comparators.forType(schema.findField(key).type().asPrimitiveType());
             int pos = schema.columns().indexOf(schema.findField(key)); // by position: no name lookup per compare
             order = order.thenComparing((a, b) -> c.compare(a.get(pos, Object.class), b.get(pos, Object.class)));
         }
         return order;
-    }
-
-    /** Whether an attribute of this name may get a typed column of its own. */
-    private static boolean mayHaveColumn(String attribute) {
-        return TypeMapping.mayBeFieldName(attribute);
     }
 
     /**
@@ -196,12 +231,13 @@ public final class TableLayout {
 
     /**
      * The schema changes these items call for. Columns to add: new attributes (typed by the user's
-     * hint, else inferred from this run's values) and new keys of maps held in struct columns; an
-     * attribute whose name differs from an existing column only by case gets none (engines that
-     * ignore case could not tell them apart), its values go to the overflow map. Columns to widen:
-     * number columns and struct fields whose new values need a wider type (int → long, float →
-     * double, decimal precision). Nested types carry placeholder field ids from {@code ids}; Iceberg
-     * assigns the real ones.
+     * hint, else inferred from this run's values) and new keys of maps held in struct columns, named
+     * by the table's {@link ColumnNames} rule; an attribute whose column name is taken, ignoring
+     * case, by a column of another attribute gets none (engines that ignore case could not tell them
+     * apart; the first attribute keeps the column), and its values go to the overflow map. Columns to
+     * widen: number columns and struct fields whose new values need a wider type (int → long, float
+     * → double, decimal precision). Nested types carry placeholder field ids from {@code ids};
+     * Iceberg assigns the real ones.
      */
     public SchemaChanges schemaChanges(
             Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints, IntSupplier ids) {
@@ -214,30 +250,31 @@ public final class TableLayout {
         List<Promotion> widened = new ArrayList<>();
         Map<String, String> seenLower = new HashMap<>(columnsByLowerName);
         for (Map.Entry<String, List<DdbValue>> e : byAttribute.entrySet()) {
-            String name = e.getKey();
-            Types.NestedField existing = schema.findField(name);
+            String attribute = e.getKey();
+            Types.NestedField existing = columnOf(attribute);
             if (existing != null) {
-                if (!keyDdbTypes.containsKey(name) && mayHaveColumn(name)) {
-                    addNestedFields(name, existing.type(), TypeMapping.shapeOf(existing), e.getValue(), ids, added);
-                    promotions(name, existing, e.getValue(), widened);
+                if (!keyDdbTypes.containsKey(attribute)) {
+                    addNestedFields(
+                            existing.name(), existing.type(), TypeMapping.shapeOf(existing), e.getValue(), ids, added);
+                    promotions(existing.name(), existing, e.getValue(), widened);
                 }
                 continue;
             }
-            String lower = name.toLowerCase(Locale.ROOT);
-            if (!mayHaveColumn(name) || seenLower.containsKey(lower)) {
+            String name = names.columnFor(attribute);
+            if (name == null || seenLower.containsKey(name.toLowerCase(Locale.ROOT))) {
                 continue;
             }
             TypeMapping.Column column =
-                    hints.containsKey(name) ? hints.get(name) : TypeMapping.infer(e.getValue(), ids);
+                    hints.containsKey(attribute) ? hints.get(attribute) : TypeMapping.infer(e.getValue(), names, ids);
             if (column != null) {
-                added.add(new Addition(null, name, column.type(), column.doc()));
-                seenLower.put(lower, name);
+                added.add(new Addition(null, name, column.type(), column.doc(attribute, name)));
+                seenLower.put(name.toLowerCase(Locale.ROOT), name);
             }
         }
         return new SchemaChanges(added, widened);
     }
 
-    private static void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {
+    private void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {
         String shape = TypeMapping.shapeOf(field);
         if (shape.equals("N")) {
             Type.PrimitiveType wider = TypeMapping.promotionFor(field.type(), values);
@@ -254,16 +291,16 @@ public final class TableLayout {
                 }
             }
             byKey.forEach((k, vs) -> {
-                Types.NestedField f = field.type().asStructType().field(k);
+                Types.NestedField f = TypeMapping.fieldFor(field.type().asStructType(), k, names);
                 if (f != null) {
-                    promotions(path + "." + k, f, vs, out);
+                    promotions(path + "." + f.name(), f, vs, out);
                 }
             });
         }
     }
 
     /** New fields for map keys a struct column (or a list of structs) has not seen before. */
-    private static void addNestedFields(
+    private void addNestedFields(
             String path, Type type, String shape, List<DdbValue> values, IntSupplier ids, List<Addition> added) {
         if (shape.equals("M") && type.isStructType()) {
             Types.StructType struct = type.asStructType();
@@ -281,15 +318,15 @@ public final class TableLayout {
                 lowerNames.add(f.name().toLowerCase(Locale.ROOT));
             }
             byKey.forEach((k, vs) -> {
-                Types.NestedField f = struct.field(k);
+                Types.NestedField f = TypeMapping.fieldFor(struct, k, names);
                 if (f == null) {
                     newKeys.put(k, vs);
                 } else {
-                    addNestedFields(path + "." + k, f.type(), TypeMapping.shapeOf(f), vs, ids, added);
+                    addNestedFields(path + "." + f.name(), f.type(), TypeMapping.shapeOf(f), vs, ids, added);
                 }
             });
             for (Types.NestedField f : TypeMapping.structFields(
-                    newKeys, lowerNames, struct.fields().size(), ids)) {
+                    newKeys, names, lowerNames, struct.fields().size(), ids)) {
                 added.add(new Addition(path, f.name(), f.type(), f.doc()));
             }
         } else if (shape.startsWith("L<") && type.isListType()) {
@@ -311,11 +348,11 @@ public final class TableLayout {
         Map<String, String> overflow = null;
         for (Map.Entry<String, DdbValue> e : c.newImage().entrySet()) {
             String name = e.getKey();
-            Types.NestedField column = mayHaveColumn(name) ? schema.findField(name) : null;
+            Types.NestedField column = columnsByAttribute.get(name);
             boolean exact = false;
             if (column != null) {
                 String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
-                TypeMapping.Projection p = TypeMapping.project(e.getValue(), column.type(), shape);
+                TypeMapping.Projection p = TypeMapping.project(e.getValue(), column.type(), shape, names);
                 row.setField(column.name(), p.value());
                 exact = p.exact();
             }
@@ -343,14 +380,14 @@ public final class TableLayout {
     public Map<String, DdbValue> toItem(Record row) {
         Map<String, DdbValue> item = new LinkedHashMap<>();
         for (Types.NestedField column : schema.columns()) {
-            String name = column.name();
-            if (name.startsWith("_ddb_")) {
+            if (column.name().startsWith(RESERVED_PREFIX)) {
                 continue;
             }
-            Object value = row.getField(name);
+            Object value = row.getField(column.name());
             if (value != null) {
-                String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
-                item.put(name, TypeMapping.reconstruct(value, column.type(), shape));
+                String attribute = ColumnNames.attributeOf(column);
+                String shape = keyDdbTypes.getOrDefault(attribute, TypeMapping.shapeOf(column));
+                item.put(attribute, TypeMapping.reconstruct(value, column.type(), shape));
             }
         }
         @SuppressWarnings("unchecked")

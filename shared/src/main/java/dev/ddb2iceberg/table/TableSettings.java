@@ -17,6 +17,8 @@ import java.util.Map;
  * @param location where a new table's files go, e.g. {@code s3://bucket/warehouse/db/table}; null to
  *     let the catalog choose (Glue uses the database's location)
  * @param columnTypes the user's column types by attribute, overriding inference (COLUMN_TYPES)
+ * @param columnNames how a new table names its columns from the attributes (COLUMN_NAMES); an
+ *     existing table keeps the rule it was made with
  * @param itemJson whether a new table gets a {@code _ddb_item} column holding each whole item as
  *     DynamoDB JSON (ITEM_JSON_COLUMN)
  * @param itemVariant whether a new format v3 table gets a {@code _ddb_variant} column holding each
@@ -38,6 +40,7 @@ public record TableSettings(
         int formatVersion,
         String location,
         Map<String, TypeMapping.Column> columnTypes,
+        ColumnNames columnNames,
         boolean itemJson,
         boolean itemVariant,
         String derivedFilesLocation,
@@ -71,6 +74,15 @@ public record TableSettings(
         }
         Map<String, TypeMapping.Column> columnTypes =
                 TypeHints.parse(env.string(Settings.COLUMN_TYPES), "Environment variable COLUMN_TYPES");
+        ColumnNames columnNames = env.choice(Settings.COLUMN_NAMES, ColumnNames.class);
+        for (String attribute : columnTypes.keySet()) {
+            if (columnNames.columnFor(attribute) == null) {
+                throw new ConfigurationException("Environment variable COLUMN_TYPES names attribute '" + attribute
+                        + "', which gets no column under COLUMN_NAMES=" + columnNames.setting()
+                        + " (names starting with _ddb_ are the pipeline's; under preserve, a name with a dot"
+                        + " gets none either).");
+            }
+        }
         return new TableSettings(
                 namespace,
                 name,
@@ -79,6 +91,7 @@ public record TableSettings(
                 version,
                 location.isEmpty() ? null : location,
                 columnTypes,
+                columnNames,
                 env.bool(Settings.ITEM_JSON_COLUMN),
                 itemVariant(env, version),
                 derivedFilesLocation(env, namespace, name),
@@ -114,6 +127,7 @@ public record TableSettings(
                 formatVersion,
                 location,
                 columnTypes,
+                columnNames,
                 itemJson,
                 itemVariant,
                 derivedFilesLocation,

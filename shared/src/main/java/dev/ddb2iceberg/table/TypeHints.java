@@ -37,9 +37,8 @@ public final class TypeHints {
             }
             String name = part.substring(0, eq).trim();
             String type = part.substring(eq + 1).replace(" ", "").toLowerCase();
-            if (!TypeMapping.mayBeFieldName(name)) {
-                throw new ConfigurationException(
-                        setting + " names attribute '" + name + "', which cannot be a column.");
+            if (name.isEmpty()) {
+                throw new ConfigurationException(setting + " has '" + part.trim() + "', which names no attribute.");
             }
             hints.put(name, column(type, name, setting));
         }

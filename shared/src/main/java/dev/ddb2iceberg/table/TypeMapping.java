@@ -71,8 +71,9 @@ public final class TypeMapping {
 
     /** A column to create: its Iceberg type and the DynamoDB shape it holds. */
     public record Column(Type type, String shape) {
-        public String doc() {
-            return DOC_PREFIX + shape;
+        /** The doc of this column named {@code column} for {@code attribute} (see {@link ColumnNames#doc}). */
+        public String doc(String attribute, String column) {
+            return ColumnNames.doc(shape, attribute, column);
         }
     }
 
@@ -84,7 +85,7 @@ public final class TypeMapping {
     public static String shapeOf(Types.NestedField field) {
         String doc = field.doc();
         if (doc != null && doc.startsWith(DOC_PREFIX)) {
-            return doc.substring(DOC_PREFIX.length());
+            return ColumnNames.shapeOfDoc(doc);
         }
         switch (field.type().typeId()) {
             case INTEGER:
@@ -118,7 +119,7 @@ public final class TypeMapping {
      * nothing can be inferred yet (only NULLs, empty lists or maps): the values wait in the overflow
      * map until a later run sees one that tells.
      */
-    public static Column infer(List<DdbValue> values, IntSupplier ids) {
+    public static Column infer(List<DdbValue> values, ColumnNames names, IntSupplier ids) {
         String type = null;
         List<DdbValue> same = new ArrayList<>();
         for (DdbValue v : values) {
@@ -159,7 +160,7 @@ public final class TypeMapping {
                         .fields()
                         .forEach((k, x) ->
                                 byKey.computeIfAbsent(k, n -> new ArrayList<>()).add(x)));
-                List<Types.NestedField> fields = structFields(byKey, Set.of(), 0, ids);
+                List<Types.NestedField> fields = structFields(byKey, names, Set.of(), 0, ids);
                 return fields.isEmpty() ? null : new Column(Types.StructType.of(fields), "M");
             }
             case "L": {
@@ -170,7 +171,7 @@ public final class TypeMapping {
                 if (types.size() > 1) {
                     return new Column(Types.StringType.get(), "JSON");
                 }
-                Column element = infer(elements, ids);
+                Column element = infer(elements, names, ids);
                 return element == null
                         ? null
                         : new Column(
@@ -183,30 +184,39 @@ public final class TypeMapping {
     }
 
     /**
-     * Fields for the map keys of one run, skipping keys that cannot be field names (empty, with a
-     * dot, equal but for case to another) and keys beyond {@link #MAX_STRUCT_FIELDS}.
+     * Fields for the map keys of one run, named by {@code names}, skipping keys that get no field
+     * name, keys whose field name is taken (ignoring case) and keys beyond {@link #MAX_STRUCT_FIELDS}.
      */
     static List<Types.NestedField> structFields(
-            Map<String, List<DdbValue>> byKey, Set<String> existingLowerNames, int existingCount, IntSupplier ids) {
+            Map<String, List<DdbValue>> byKey,
+            ColumnNames names,
+            Set<String> existingLowerNames,
+            int existingCount,
+            IntSupplier ids) {
         List<Types.NestedField> fields = new ArrayList<>();
         Set<String> lower = new HashSet<>(existingLowerNames);
         for (Map.Entry<String, List<DdbValue>> e : byKey.entrySet()) {
             String key = e.getKey();
-            if (!mayBeFieldName(key)
-                    || !lower.add(key.toLowerCase(Locale.ROOT))
+            String name = names.columnFor(key);
+            if (name == null
+                    || lower.contains(name.toLowerCase(Locale.ROOT))
                     || existingCount + fields.size() >= MAX_STRUCT_FIELDS) {
                 continue;
             }
-            Column c = infer(e.getValue(), ids);
+            Column c = infer(e.getValue(), names, ids);
             if (c != null) {
-                fields.add(Types.NestedField.optional(ids.getAsInt(), key, c.type(), c.doc()));
+                lower.add(name.toLowerCase(Locale.ROOT));
+                fields.add(Types.NestedField.optional(ids.getAsInt(), name, c.type(), c.doc(key, name)));
             }
         }
         return fields;
     }
 
-    public static boolean mayBeFieldName(String name) {
-        return !name.isEmpty() && !name.contains(".") && !name.startsWith("_ddb_");
+    /** The field of {@code struct} that holds map key {@code key}, or null when none does. */
+    public static Types.NestedField fieldFor(Types.StructType struct, String key, ColumnNames names) {
+        String name = names.columnFor(key);
+        Types.NestedField field = name == null ? null : struct.field(name);
+        return field != null && ColumnNames.attributeOf(field).equals(key) ? field : null;
     }
 
     /**
@@ -295,7 +305,7 @@ public final class TypeMapping {
     // ------------------------------------------------------------------ DynamoDB → column
 
     /** The column value of {@code v} in a column of {@code type} holding {@code shape}. */
-    public static Projection project(DdbValue v, Type type, String shape) {
+    public static Projection project(DdbValue v, Type type, String shape, ColumnNames names) {
         if (v instanceof DdbValue.Null) {
             return Projection.MISFIT;
         }
@@ -336,7 +346,7 @@ public final class TypeMapping {
                 return exact(list);
             }
             case "M":
-                return v instanceof DdbValue.M m ? struct(m, type.asStructType()) : Projection.MISFIT;
+                return v instanceof DdbValue.M m ? struct(m, type.asStructType(), names) : Projection.MISFIT;
             case "JSON":
                 if (v instanceof DdbValue.L || v instanceof DdbValue.M) {
                     String json = PlainJson.write(v);
@@ -358,7 +368,7 @@ public final class TypeMapping {
                     List<Object> list = new ArrayList<>();
                     boolean exact = true;
                     for (DdbValue e : l.elements()) {
-                        Projection p = project(e, element, elementShape);
+                        Projection p = project(e, element, elementShape, names);
                         list.add(p.value());
                         exact &= p.exact();
                     }
@@ -372,16 +382,16 @@ public final class TypeMapping {
         return new Projection(value, true);
     }
 
-    private static Projection struct(DdbValue.M m, Types.StructType type) {
+    private static Projection struct(DdbValue.M m, Types.StructType type, ColumnNames names) {
         Record record = GenericRecord.create(type);
         boolean exact = true;
         for (Map.Entry<String, DdbValue> e : m.fields().entrySet()) {
-            Types.NestedField field = type.field(e.getKey());
+            Types.NestedField field = fieldFor(type, e.getKey(), names);
             if (field == null) {
                 exact = false;
                 continue;
             }
-            Projection p = project(e.getValue(), field.type(), shapeOf(field));
+            Projection p = project(e.getValue(), field.type(), shapeOf(field), names);
             record.setField(field.name(), p.value());
             exact &= p.exact();
         }
@@ -501,7 +511,7 @@ public final class TypeMapping {
                 for (Types.NestedField f : type.asStructType().fields()) {
                     Object x = record.getField(f.name());
                     if (x != null) {
-                        m.put(f.name(), reconstruct(x, f.type(), shapeOf(f)));
+                        m.put(ColumnNames.attributeOf(f), reconstruct(x, f.type(), shapeOf(f)));
                     }
                 }
                 return new DdbValue.M(m);
@@ -582,7 +592,7 @@ public final class TypeMapping {
         if (!ddbType.equals(v.typeName())) {
             return DOES_NOT_FIT;
         }
-        Projection p = project(v, type, ddbType);
+        Projection p = project(v, type, ddbType, ColumnNames.PRESERVE); // a key is S, N or B: no fields
         return p.exact() ? p.value() : DOES_NOT_FIT;
     }
 

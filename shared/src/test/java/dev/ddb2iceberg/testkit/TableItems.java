@@ -29,7 +29,7 @@ public final class TableItems {
             for (Record row : rows) {
                 Map<String, DdbValue> item = layout.toItem(row);
                 Map<String, DdbValue> key = new LinkedHashMap<>();
-                layout.keyNames().forEach(k -> key.put(k, item.get(k)));
+                layout.keyAttributes().forEach(k -> key.put(k, item.get(k)));
                 if (items.put(key, item) != null) {
                     throw new IllegalStateException("duplicate rows for key " + key + " in table " + table.name());
                 }
@@ -63,7 +63,7 @@ public final class TableItems {
                 if (!marks.isEmpty()) {
                     Map<String, DdbValue> item = layout.toItem(row);
                     Map<String, DdbValue> key = new LinkedHashMap<>();
-                    layout.keyNames().forEach(k -> key.put(k, item.get(k)));
+                    layout.keyAttributes().forEach(k -> key.put(k, item.get(k)));
                     out.put(key, marks);
                 }
             }
