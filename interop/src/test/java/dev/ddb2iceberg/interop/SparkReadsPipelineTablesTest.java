@@ -22,6 +22,7 @@ import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.RandomValues;
+import dev.ddb2iceberg.testkit.TeamNamesWorkload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -86,6 +87,8 @@ class SparkReadsPipelineTablesTest {
         TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
         TABLES.put("exported", loadedFromAnExport(stack));
         TABLES.put("loaded_in_parallel", loadedInParallel(stack));
+        TABLES.put("team_orders", namedLikeTeams(stack, "team_orders", "lower", 7));
+        TABLES.put("team_orders_preserve", namedLikeTeams(stack, "team_orders_preserve", "preserve", 8));
         for (PipelineTable t : TABLES.values()) {
             t.assertIcebergReadsTheModel();
         }
@@ -106,6 +109,9 @@ class SparkReadsPipelineTablesTest {
         queries.put("live", removals.get(0));
         queries.put("item history", history.get(0));
         queries.put("as of", history.get(1));
+        List<String> columnNames = readmeSql("## Column names");
+        assertEquals(1, columnNames.size(), "SQL blocks in the README's Column names section");
+        queries.put("column names", columnNames.get(0));
         spark = SparkProcess.run(Path.of(System.getProperty("spark.work", dir.toString())), conf, queries);
     }
 
@@ -290,6 +296,23 @@ class SparkReadsPipelineTablesTest {
         return t;
     }
 
+    /**
+     * Attributes named as teams name them (camelCase keys, capitals, case twins, spaces, dots, a
+     * leading digit, accents, other scripts, nested maps of the same), under a column-name rule.
+     */
+    private static PipelineTable namedLikeTeams(LocalStack stack, String name, String columnNames, long seed) {
+        PipelineTable t =
+                new PipelineTable(stack, name, Map.of("COLUMN_NAMES", columnNames, "PARTITION_KEY", "customerId"));
+        TeamNamesWorkload workload = new TeamNamesWorkload(seed, 120);
+        t.stage(List.of(workload.upsert(0, true)));
+        t.merge();
+        for (int run = 0; run < 3; run++) {
+            t.stage(workload.next(150));
+            t.merge();
+        }
+        return t;
+    }
+
     private static Change upsert(String id, Map<String, DdbValue> attributes, long[] seq) {
         Map<String, DdbValue> key = Map.of("id", new DdbValue.S(id));
         Map<String, DdbValue> image = new LinkedHashMap<>(key);
@@ -416,6 +439,53 @@ class SparkReadsPipelineTablesTest {
     @Test
     void sparkSeesTheSourceTableAfterAParallelExportLoad() {
         assertSparkSeesTheSource("loaded_in_parallel");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableThroughLowerCaseColumnNames() {
+        assertEquals(
+                "customerid", TABLES.get("team_orders").layout().keyColumns().get(0));
+        assertSparkSeesTheSource("team_orders");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableThroughPreservedColumnNames() {
+        assertEquals(
+                "customerId",
+                TABLES.get("team_orders_preserve").layout().keyColumns().get(0));
+        assertSparkSeesTheSource("team_orders_preserve");
+    }
+
+    @Test
+    void theReadmeColumnNamesQueryReturnsTheSourcesValuesUnderTheMappedNames() {
+        List<String> rows = spark.get("column names").rowsOrFail();
+        var source = TABLES.get("team_orders").model.items();
+        assertEquals(Math.min(10, source.size()), rows.size(), "rows of the README's LIMIT 10 query");
+        for (String line : rows) {
+            JsonNode row = SparkRows.parse(line);
+            Map<String, DdbValue> key = Map.of(
+                    "customerId",
+                    new DdbValue.S(row.path("customerid").asText()),
+                    "OrderDate",
+                    new DdbValue.N(row.path("orderdate").asText()));
+            Map<String, DdbValue> item = source.get(key);
+            assertTrue(item != null, () -> "the README query returned an item the source does not have: " + line);
+            DdbValue status = item.get("Status");
+            assertEquals(
+                    status instanceof DdbValue.S s ? s.value() : null,
+                    row.path("status").isMissingNode()
+                            ? null
+                            : row.path("status").asText(),
+                    () -> "status (the attribute Status) of " + key + ": " + line);
+            DdbValue twin = item.get("status");
+            assertEquals(
+                    twin == null ? null : twin,
+                    row.path("status_twin").isMissingNode()
+                            ? null
+                            : dev.ddb2iceberg.model.DdbJson.parse(
+                                    row.path("status_twin").asText()),
+                    () -> "status_twin (the attribute status, in _ddb_overflow) of " + key + ": " + line);
+        }
     }
 
     @Test

@@ -48,14 +48,15 @@ class GetCommandTest {
     Path dir;
 
     private Path envVars;
+    private Map<String, String> env;
     private MergerSettings settings;
     private EmbeddedS3Server server;
 
     @BeforeEach
     void setUp(EmbeddedS3Server server) throws Exception {
         this.server = server;
-        Map<String, String> env =
-                new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders");
+        env = new LinkedHashMap<>(
+                new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
         envVars = dir.resolve("env.json");
         JSON.writeValue(envVars.toFile(), Map.of("Parameters", env));
         settings = MergerSettings.from(new Environment(env));
@@ -157,6 +158,41 @@ class GetCommandTest {
 
         Run sameNumber = get("C-1", "7.0");
         assertEquals(0, sameNumber.exit(), "7.0 is the number 7, as in DynamoDB: " + sameNumber.err());
+    }
+
+    @Test
+    void anItemOfCamelCaseAttributesComesBackWithItsOwnNamesFromLowerCaseColumns() throws Exception {
+        env.put("PARTITION_KEY", "customerId"); // COLUMN_NAMES is left to its default, lower
+        JSON.writeValue(envVars.toFile(), Map.of("Parameters", env));
+        settings = MergerSettings.from(new Environment(env));
+        Map<String, DdbValue> keys = new LinkedHashMap<>();
+        keys.put("customerId", new DdbValue.S("C-1"));
+        keys.put("OrderDate", new DdbValue.N("20261201"));
+        Map<String, DdbValue> item = new LinkedHashMap<>(keys);
+        item.put("Status", new DdbValue.S("SHIPPED"));
+        item.put("status", new DdbValue.S("a case twin"));
+        item.put("orderTotal", new DdbValue.N("12.5"));
+        item.put("gift wrap", new DdbValue.Bool(true));
+        item.put(
+                "ShipTo",
+                new DdbValue.M(Map.of("ZipCode", new DdbValue.S("75001"), "line 1", new DdbValue.S("1 rue"))));
+        StagingStore store = new StagingStore(server.newClient(), settings.staging());
+        Change insert = new Change(keys, Operation.INSERT, item, "100000000000000000001", 1_764_460_800_000L, false);
+        assertTrue(new BatchStager(store)
+                .stage(StreamEvents.batch(List.of(insert)).getRecords())
+                .complete());
+        Catalog catalog = settings.catalog().load();
+        new Merger(catalog, settings.table(), store, settings.options()).run();
+        var schema =
+                catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders")).schema();
+        assertTrue(
+                schema.findField("customerid") != null && schema.findField("shipto.zipcode") != null,
+                () -> "lower-case columns: " + schema);
+
+        Run r = get("C-1", "20261201");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(item, readItem(JSON.readTree(r.out()).get("Item").toString()), r.out());
+        assertTrue(r.out().contains("\"customerId\"") && r.out().contains("\"ZipCode\""), r.out());
     }
 
     @Test

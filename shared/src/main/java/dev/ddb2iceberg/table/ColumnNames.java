@@ -107,18 +107,37 @@ public enum ColumnNames {
 
     /** The {@link #LOWER} rule, for any name. */
     static String lower(String attribute) {
-        String plain = Normalizer.normalize(attribute, Normalizer.Form.NFKD)
-                .replaceAll("\\p{M}", "")
-                .toLowerCase(Locale.ROOT);
+        // Runs for every map key of every row written: a name already safe is returned as it is,
+        // and other ASCII names (nearly all the rest) skip the normalizer.
+        boolean ascii = true;
+        boolean safe = !attribute.isEmpty() && !isDigit(attribute.charAt(0));
+        for (int i = 0; i < attribute.length() && ascii; i++) {
+            char c = attribute.charAt(i);
+            ascii = c < 128;
+            safe &= isSafe(c);
+        }
+        if (safe) {
+            return attribute;
+        }
+        String plain = ascii
+                ? attribute.toLowerCase(Locale.ROOT)
+                : Normalizer.normalize(attribute, Normalizer.Form.NFKD)
+                        .replaceAll("\\p{M}", "")
+                        .toLowerCase(Locale.ROOT);
         StringBuilder b = new StringBuilder(plain.length() + 1);
-        plain.codePoints().forEach(c -> {
-            boolean safe = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-            b.append(safe ? (char) c : '_');
-        });
-        if (b.isEmpty() || Character.isDigit(b.charAt(0))) {
+        plain.codePoints().forEach(c -> b.append(c < 128 && isSafe((char) c) ? (char) c : '_'));
+        if (b.isEmpty() || isDigit(b.charAt(0))) {
             b.insert(0, '_');
         }
         return b.toString();
+    }
+
+    private static boolean isSafe(char c) {
+        return (c >= 'a' && c <= 'z') || isDigit(c) || c == '_';
+    }
+
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
     }
 
     /** The doc of a column holding {@code shape} named {@code column} for {@code attribute}. */
