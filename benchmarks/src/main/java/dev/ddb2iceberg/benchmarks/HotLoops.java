@@ -3,6 +3,7 @@ package dev.ddb2iceberg.benchmarks;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.stream.StreamRecordDecoder;
 import dev.ddb2iceberg.table.TableCreator;
@@ -10,6 +11,7 @@ import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -24,6 +26,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -97,6 +100,86 @@ public class HotLoops {
     @Benchmark
     public Integer keyLookup() {
         return liveKeys.get(layout.keyOf(changes.get(nextIndex())));
+    }
+
+    /**
+     * The same orders with the attributes named as many teams name them ({@code customerId},
+     * {@code createdAt}, {@code shippingAddress.Street}), in a table made under each
+     * COLUMN_NAMES rule: what mapping names costs per row.
+     */
+    @State(Scope.Benchmark)
+    public static class TeamNamed {
+        @Param({"lower", "preserve"})
+        String columnNames;
+
+        List<Change> changes;
+        TableLayout layout;
+        int next;
+
+        @Setup
+        public void setUp() {
+            changes = StagerThroughput.realisticBatch(new Random(1)).stream()
+                    .map(TeamNamed::renamed)
+                    .toList();
+            InMemoryCatalog catalog = new InMemoryCatalog();
+            catalog.initialize("bench", Map.of());
+            catalog.createNamespace(Namespace.of("bench"));
+            TableSettings settings = TableSettings.from(new Environment(Map.of(
+                    "TABLE_NAMESPACE",
+                    "bench",
+                    "TABLE_NAME",
+                    "orders",
+                    "PARTITION_KEY",
+                    "customerId",
+                    "COLUMN_NAMES",
+                    columnNames)));
+            layout = TableLayout.of(
+                    TableCreator.loadOrCreate(catalog, TableIdentifier.of("bench", "orders"), settings, changes));
+        }
+
+        private static Change renamed(Change c) {
+            return new Change(
+                    camel(c.keys(), false),
+                    c.operation(),
+                    c.newImage() == null ? null : camel(c.newImage(), false),
+                    c.sequenceNumber(),
+                    c.approximateCreationMillis(),
+                    c.ttlExpiry());
+        }
+
+        /** snake_case to camelCase at the top, Capitalised in nested maps. */
+        private static Map<String, DdbValue> camel(Map<String, DdbValue> item, boolean nested) {
+            Map<String, DdbValue> out = new LinkedHashMap<>();
+            item.forEach((name, v) -> {
+                StringBuilder b = new StringBuilder();
+                for (String part : name.split("_")) {
+                    b.append(b.isEmpty() && !nested ? part : Character.toUpperCase(part.charAt(0)) + part.substring(1));
+                }
+                out.put(b.toString(), camelInside(v));
+            });
+            return out;
+        }
+
+        private static DdbValue camelInside(DdbValue v) {
+            if (v instanceof DdbValue.M m) {
+                return new DdbValue.M(camel(m.fields(), true));
+            }
+            if (v instanceof DdbValue.L l) {
+                return new DdbValue.L(
+                        l.elements().stream().map(TeamNamed::camelInside).toList());
+            }
+            return v;
+        }
+    }
+
+    /** {@link #changeToRow} for team-named attributes, under each COLUMN_NAMES rule (rows/s). */
+    @Benchmark
+    public void teamNamedChangeToRow(TeamNamed s, Blackhole sink) {
+        s.next = s.next + 1 == RECORDS ? 0 : s.next + 1;
+        Change c = s.changes.get(s.next);
+        if (c.newImage() != null) {
+            sink.consume(s.layout.toRow(c));
+        }
     }
 
     /** The merger, per upsert: a change to an Iceberg row of the table's schema (rows/s). */

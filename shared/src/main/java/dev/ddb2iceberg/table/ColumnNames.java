@@ -47,6 +47,13 @@ public enum ColumnNames {
 
     private static final String NAME_MARK = " name=";
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Column names of map keys met before: every row written looks its map keys' fields up by name.
+     * Bounded (map keys may be ids, never seen twice): past the bound it starts again.
+     */
+    private static final Map<String, String> LOWER_NAMES = new ConcurrentHashMap<>();
+
+    private static final int LOWER_NAMES_KEPT = 10_000;
     /** Attribute names parsed from docs: every row read turns field docs back into names. */
     private static final Map<String, String> NAMES_BY_DOC = new ConcurrentHashMap<>();
 
@@ -84,7 +91,14 @@ public enum ColumnNames {
         if (attribute.length() > MAX_LOWER_NAME) {
             return null;
         }
-        String column = lower(attribute);
+        String column = LOWER_NAMES.get(attribute);
+        if (column == null) {
+            if (LOWER_NAMES.size() >= LOWER_NAMES_KEPT) {
+                LOWER_NAMES.clear();
+            }
+            column = lower(attribute);
+            LOWER_NAMES.put(attribute, column);
+        }
         return column.startsWith(TableLayout.RESERVED_PREFIX) ? null : column;
     }
 
