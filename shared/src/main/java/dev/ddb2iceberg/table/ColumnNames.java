@@ -39,9 +39,9 @@ public enum ColumnNames {
     PRESERVE;
 
     /**
-     * The longest attribute name that gets a column under {@link #LOWER}: a Glue column comment (the
-     * column's doc) holds at most 255 characters, and it carries the name. Longer ones go to the
-     * overflow map.
+     * The longest attribute name (as the doc writes it, escaped) that gets a column under
+     * {@link #LOWER}: a Glue column comment (the column's doc) holds at most 255 characters, and it
+     * carries the name. Longer ones go to the overflow map.
      */
     static final int MAX_LOWER_NAME = 200;
 
@@ -54,6 +54,8 @@ public enum ColumnNames {
     private static final Map<String, String> LOWER_NAMES = new ConcurrentHashMap<>();
 
     private static final int LOWER_NAMES_KEPT = 10_000;
+    /** What {@link #LOWER_NAMES} keeps for a name that gets no column. */
+    private static final String NO_COLUMN = new String("");
     /** Attribute names parsed from docs: every row read turns field docs back into names. */
     private static final Map<String, String> NAMES_BY_DOC = new ConcurrentHashMap<>();
 
@@ -96,10 +98,12 @@ public enum ColumnNames {
             if (LOWER_NAMES.size() >= LOWER_NAMES_KEPT) {
                 LOWER_NAMES.clear();
             }
-            column = lower(attribute);
+            // The doc keeps the name escaped: control characters take six characters each there.
+            boolean fitsDoc = JsonStringEncoder.getInstance().quoteAsString(attribute).length <= MAX_LOWER_NAME;
+            column = fitsDoc ? lower(attribute) : NO_COLUMN;
             LOWER_NAMES.put(attribute, column);
         }
-        return column.startsWith(TableLayout.RESERVED_PREFIX) ? null : column;
+        return column == NO_COLUMN || column.startsWith(TableLayout.RESERVED_PREFIX) ? null : column;
     }
 
     /**

@@ -119,6 +119,10 @@ class ColumnNamesTest {
         assertNull(ColumnNames.LOWER.columnFor("_DDB_seq"), "a name that lower-cases to one of the pipeline's");
         assertNull(ColumnNames.LOWER.columnFor(""), "an empty name");
         assertNull(ColumnNames.LOWER.columnFor("x".repeat(ColumnNames.MAX_LOWER_NAME + 1)), "a name too long");
+        assertNull(
+                ColumnNames.LOWER.columnFor("\u0001".repeat(ColumnNames.MAX_LOWER_NAME / 6 + 1)),
+                "a name too long for a Glue comment once escaped");
+        assertEquals("_".repeat(30), ColumnNames.LOWER.columnFor("\u0001".repeat(30)));
         assertNull(ColumnNames.PRESERVE.columnFor("ship.to"), "preserve: a dot would read as a path");
         assertEquals("orderTotal", ColumnNames.PRESERVE.columnFor("orderTotal"));
     }
