@@ -15,6 +15,7 @@ public final class IndexCache {
     private long bytes;
     private long hits;
     private long misses;
+    private long bytesRead;
 
     private static IndexCache shared;
 
@@ -83,5 +84,14 @@ public final class IndexCache {
 
     public synchronized long misses() {
         return misses;
+    }
+
+    /** Bytes of index files read from storage through this cache (its misses), since it was made. */
+    public synchronized long bytesRead() {
+        return bytesRead;
+    }
+
+    synchronized void recordRead(long bytes) {
+        bytesRead += bytes;
     }
 }

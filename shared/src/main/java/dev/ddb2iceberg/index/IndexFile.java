@@ -4,12 +4,14 @@ import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
+import java.io.FilterInputStream;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.function.LongConsumer;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
 import java.util.zip.ZipException;
@@ -90,7 +92,13 @@ final class IndexFile {
 
     /** Reads a file; a missing, truncated or damaged one throws {@link DamagedIndexException}. */
     static IndexEntries read(FileIO io, String location) {
-        try (InputStream raw = io.newInputFile(location).newStream();
+        return read(io, location, bytes -> {});
+    }
+
+    /** As {@link #read(FileIO, String)}, telling {@code bytesRead} how many bytes it read from storage. */
+    static IndexEntries read(FileIO io, String location, LongConsumer bytesRead) {
+        long[] read = {0};
+        try (InputStream raw = new CountingInputStream(io.newInputFile(location).newStream(), read);
                 DataInputStream in =
                         new DataInputStream(new BufferedInputStream(new GZIPInputStream(raw, 1 << 16), 1 << 16))) {
             if (in.readInt() != MAGIC) {
@@ -126,6 +134,36 @@ final class IndexFile {
         } catch (IOException e) {
             // Anything else (a network error) may pass: the run fails and the next one reads the index again.
             throw new UncheckedIOException("could not read key index file " + location, e);
+        } finally {
+            bytesRead.accept(read[0]);
+        }
+    }
+
+    /** Counts the bytes read from storage, for what a merge reads of the index. */
+    private static final class CountingInputStream extends FilterInputStream {
+        private final long[] count;
+
+        CountingInputStream(InputStream in, long[] count) {
+            super(in);
+            this.count = count;
+        }
+
+        @Override
+        public int read() throws IOException {
+            int b = in.read();
+            if (b >= 0) {
+                count[0]++;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            int n = in.read(b, off, len);
+            if (n > 0) {
+                count[0] += n;
+            }
+            return n;
         }
     }
 

@@ -215,7 +215,7 @@ public final class KeyIndex {
     }
 
     private IndexEntries load(String path) {
-        return cache.get(path, p -> IndexFile.read(io, p));
+        return cache.get(path, p -> IndexFile.read(io, p, cache::recordRead));
     }
 
     /** Files a new index version wrote, so a commit that does not land can remove them. */
