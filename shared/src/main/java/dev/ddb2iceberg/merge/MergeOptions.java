@@ -163,8 +163,17 @@ public record MergeOptions(
             return new ScanLookup(pool);
         }
         IndexCache cache = keyIndexCacheBytes == 0 ? new IndexCache(0) : IndexCache.shared(keyIndexCacheBytes);
-        // A rebuild may use as much memory again as the cache (the parts it builds go into the cache).
-        long buildBytes = keyIndexCacheBytes == 0 ? IndexCache.defaultBudget() : keyIndexCacheBytes;
-        return new IndexLookup(pool, cache, keyIndexParts, buildBytes);
+        return new IndexLookup(pool, cache, keyIndexParts, keyIndexBuildBytes());
+    }
+
+    /**
+     * The memory a rebuild of the index may use, on top of the cache (the parts it builds go into
+     * the cache): the cache's budget, and never less than the default one (a third of the heap), so
+     * a small cache does not make a rebuild take many more passes over the table (at 10M rows, a
+     * 55 MB cache made it 52 s instead of 10.5 s). At most two thirds of the heap then, as with the
+     * default cache.
+     */
+    public long keyIndexBuildBytes() {
+        return Math.max(keyIndexCacheBytes, IndexCache.defaultBudget());
     }
 }

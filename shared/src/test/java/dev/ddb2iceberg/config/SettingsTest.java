@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
@@ -40,5 +41,17 @@ class SettingsTest {
         assertEquals(defaults.withoutKeyIndexCache(), read.withoutKeyIndexCache());
         assertEquals(defaults.keyIndexCacheBytes() >> 20, read.keyIndexCacheBytes() >> 20);
         assertEquals("ddb2iceberg", CatalogSettings.DEFAULT_NAME);
+    }
+
+    @Test
+    void aSmallKeyIndexCacheLeavesARebuildTheDefaultBudgetAndABigOneItsOwn() {
+        long defaultBudget = IndexCache.defaultBudget();
+        MergeOptions small = MergeOptions.from(new Environment(Map.of("KEY_INDEX_CACHE_MB", "1")));
+        assertEquals(1L << 20, small.keyIndexCacheBytes());
+        assertEquals(defaultBudget, small.keyIndexBuildBytes(), "a 1 MB cache does not make the rebuild's budget 1 MB");
+        long bigMb = (defaultBudget >> 20) * 2;
+        MergeOptions big = MergeOptions.from(new Environment(Map.of("KEY_INDEX_CACHE_MB", Long.toString(bigMb))));
+        assertEquals(
+                bigMb << 20, big.keyIndexBuildBytes(), "a cache bigger than the default lends the rebuild its size");
     }
 }
