@@ -442,6 +442,26 @@ class KeyIndexTest {
         assertTableEqualsModel();
     }
 
+    @Test
+    void aLookupCountsTheIndexBytesItReadsFromStorageAndNoneItFoundInTheCache() {
+        KeyedWorkload w = new KeyedWorkload(19, 300);
+        for (int run = 0; run < 3; run++) {
+            stage(w.next(250));
+            merge();
+        }
+        TableLayout layout = TableLayout.of(table());
+        List<byte[]> everyKey = new ArrayList<>(); // keys of every part
+        for (int i = 0; i < 300; i++) {
+            everyKey.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
+        }
+        IndexCache cache = new IndexCache(Long.MAX_VALUE);
+        KeyIndex index = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), cache);
+        index.lookup(everyKey, pool);
+        assertEquals(index.manifest().bytes(), cache.bytesRead(), "a cold lookup of every part reads every file once");
+        index.lookup(everyKey, pool);
+        assertEquals(index.manifest().bytes(), cache.bytesRead(), "a second lookup reads nothing more");
+    }
+
     private dev.ddb2iceberg.index.IndexManifest currentManifest() {
         return KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0))
                 .manifest();
