@@ -5,26 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MergerSettings;
-import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.MovableClock;
-import dev.ddb2iceberg.testkit.TableAssertions;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.iceberg.catalog.Catalog;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -44,37 +36,18 @@ class ContinuousMergeTest {
     @TempDir
     Path dir;
 
-    private final Map<String, String> env = new HashMap<>();
-    private final ExpectedTable model = new ExpectedTable();
     private final KeyedWorkload workload = new KeyedWorkload(7, 200);
-    private MergerSettings settings;
-    private Catalog catalog;
-    private StagingStore store;
-    private EmbeddedS3Server server;
     private final MovableClock clock = new MovableClock(T0);
+    private MergerFixture pipeline;
 
     @BeforeEach
     void setUp(EmbeddedS3Server server) {
-        this.server = server;
-        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-        env.put("MERGE_MODE", "continuous");
-        settings = MergerSettings.from(new Environment(env));
-        catalog = settings.catalog().load();
-        store = new StagingStore(server.newClient(), settings.staging());
+        pipeline = new MergerFixture(server, dir, Map.of("MERGE_MODE", "continuous"));
     }
 
     /** One batch of the stream, staged as the stager would, and remembered in the model. */
     private void stageBatch(int changes) {
-        List<Change> batch = workload.next(changes);
-        TableAssertions.stage(store, batch);
-        model.apply(batch);
-    }
-
-    private void assertTableEqualsModel() {
-        TableAssertions.assertHolds(
-                catalog.loadTable(TableIdentifier.of(
-                        settings.table().namespace(), settings.table().name())),
-                model);
+        pipeline.stage(workload.next(changes));
     }
 
     /** A merge by the real merger that takes {@code durations[i]} of the test's time (the last one repeats). */
@@ -88,7 +61,7 @@ class ContinuousMergeTest {
 
         MergeResult run() {
             Instant start = clock.instant();
-            MergeResult r = new Merger(catalog, settings.table(), store, settings.options()).run();
+            MergeResult r = pipeline.merger().run();
             clock.advance(durations[Math.min(spans.size(), durations.length - 1)]);
             spans.add(new Instant[] {start, clock.instant()});
             return r;
@@ -113,9 +86,9 @@ class ContinuousMergeTest {
             clock.set(t);
             stageBatch(10);
         };
-        Instant deadline = T0.plus(settings.continuous().runLength());
+        Instant deadline = T0.plus(pipeline.settings().continuous().runLength());
         ContinuousMerge.Result run = new ContinuousMerge(
-                        settings.continuous(), merges::run, store::anyStaged, clock, streamFlows)
+                        pipeline.settings().continuous(), merges::run, pipeline.store()::anyStaged, clock, streamFlows)
                 .run(deadline);
 
         assertEquals(
@@ -138,12 +111,12 @@ class ContinuousMergeTest {
         clock.set(T0.plus(Duration.ofMinutes(1)));
         TimedMerges quick = new TimedMerges(Duration.ofSeconds(1));
         ContinuousMerge.Result next = new ContinuousMerge(
-                        settings.continuous(), quick::run, store::anyStaged, clock, clock::set)
-                .run(clock.instant().plus(settings.continuous().runLength()));
+                        pipeline.settings().continuous(), quick::run, pipeline.store()::anyStaged, clock, clock::set)
+                .run(clock.instant().plus(pipeline.settings().continuous().runLength()));
         assertEquals(ContinuousMerge.Stop.IDLE, next.stoppedBecause(), "nothing more arrives: the run ends idle");
         assertEquals(1, next.commits(), "the next run merges what waited, once");
-        assertFalse(store.anyStaged(), "nothing is left staged");
-        assertTableEqualsModel();
+        assertFalse(pipeline.store().anyStaged(), "nothing is left staged");
+        pipeline.assertTableHoldsModel();
     }
 
     @Test
@@ -155,7 +128,7 @@ class ContinuousMergeTest {
             clock.set(t);
         };
         ContinuousMerge.Result empty = new ContinuousMerge(
-                        settings.continuous(), merges::run, store::anyStaged, clock, pause)
+                        pipeline.settings().continuous(), merges::run, pipeline.store()::anyStaged, clock, pause)
                 .run(T0.plus(Duration.ofSeconds(55)));
         assertEquals(ContinuousMerge.Stop.NOTHING_STAGED, empty.stoppedBecause());
         assertEquals(1, empty.merges().size(), "one look, as a scheduled run would");
@@ -164,15 +137,15 @@ class ContinuousMergeTest {
         stageBatch(20);
         Instant start = clock.instant();
         ContinuousMerge.Result quiet = new ContinuousMerge(
-                        settings.continuous(), merges::run, store::anyStaged, clock, pause)
+                        pipeline.settings().continuous(), merges::run, pipeline.store()::anyStaged, clock, pause)
                 .run(start.plus(Duration.ofSeconds(55)));
         assertEquals(ContinuousMerge.Stop.IDLE, quiet.stoppedBecause());
         assertEquals(1, quiet.commits());
         // Merge at 0 s; looks every 5 s find nothing; then nothing has come for longer than the idle time.
         List<Instant> expected = new ArrayList<>();
-        Duration interval = settings.continuous().interval();
+        Duration interval = pipeline.settings().continuous().interval();
         for (Instant t = start.plus(interval);
-                !t.isAfter(start.plus(settings.continuous().idle()));
+                !t.isAfter(start.plus(pipeline.settings().continuous().idle()));
                 t = t.plus(interval)) {
             expected.add(t);
         }
@@ -181,7 +154,7 @@ class ContinuousMergeTest {
                 expected,
                 waits,
                 "the run looks every MERGE_INTERVAL_SECONDS until MERGE_IDLE_SECONDS pass with nothing staged");
-        assertTableEqualsModel();
+        pipeline.assertTableHoldsModel();
     }
 
     @Test
@@ -189,17 +162,18 @@ class ContinuousMergeTest {
         for (int i = 0; i < 5; i++) {
             stageBatch(20);
         }
-        settings = new MergerSettings(
+        MergerSettings settings = pipeline.settings();
+        pipeline.use(new MergerSettings(
                 settings.staging(),
                 settings.s3(),
                 settings.catalog(),
-                settings.table(),
-                settings.options().withMaxChanges(20),
-                settings.continuous());
+                pipeline.settings().table(),
+                pipeline.settings().options().withMaxChanges(20),
+                pipeline.settings().continuous()));
         TimedMerges merges = new TimedMerges(Duration.ofSeconds(1));
         List<Instant> waits = new ArrayList<>();
         ContinuousMerge.Result run = new ContinuousMerge(
-                        settings.continuous(), merges::run, store::anyStaged, clock, t -> {
+                        pipeline.settings().continuous(), merges::run, pipeline.store()::anyStaged, clock, t -> {
                             waits.add(t);
                             clock.set(t);
                         })
@@ -212,17 +186,21 @@ class ContinuousMergeTest {
                     "merge " + i + " started when the one before" + " ended, since that one left a backlog");
         }
         assertEquals(ContinuousMerge.Stop.IDLE, run.stoppedBecause());
-        assertTableEqualsModel();
+        pipeline.assertTableHoldsModel();
     }
 
     @Test
     void aRunWhoseMergesAreHeldForAParallelLoadEndsAfterItsFirstLookInsteadOfSpinning() {
         stageBatch(20);
-        env.put("INITIAL_LOAD", "parallel-export"); // no export loaded yet: merges wait
-        settings = MergerSettings.from(new Environment(env));
+        pipeline.env.put("INITIAL_LOAD", "parallel-export"); // no export loaded yet: merges wait
+        pipeline.reconfigure();
         TimedMerges merges = new TimedMerges(Duration.ofMillis(200));
         ContinuousMerge.Result run = new ContinuousMerge(
-                        settings.continuous(), merges::run, store::anyStaged, clock, t -> clock.set(t))
+                        pipeline.settings().continuous(),
+                        merges::run,
+                        pipeline.store()::anyStaged,
+                        clock,
+                        t -> clock.set(t))
                 .run(T0.plus(Duration.ofSeconds(55)));
         assertEquals(ContinuousMerge.Stop.HELD, run.stoppedBecause());
         assertEquals(1, run.merges().size(), "one look, then the run returns: " + run.merges());

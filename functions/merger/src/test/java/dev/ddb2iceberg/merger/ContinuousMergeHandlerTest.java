@@ -14,24 +14,16 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MergerSettings;
-import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.MovableClock;
-import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import org.apache.iceberg.catalog.Catalog;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -40,9 +32,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Continuous mode through the merger function's handler: the run's deadline from the scheduled time
- * and the Lambda's remaining time, and its input and settings refused by name. The fixture is
- * {@code dev.ddb2iceberg.merge.ContinuousMergeTest}'s (real merger, embedded S3 over HTTP, the
- * SQLite catalog, a clock the test moves); the library's side of continuous mode is tested there.
+ * and the Lambda's remaining time, and its input and settings refused by name. The test kit's
+ * {@code MergerFixture} (real merger, embedded S3 over HTTP, the SQLite catalog) and a clock the
+ * test moves, as in {@code dev.ddb2iceberg.merge.ContinuousMergeTest}, where the library's side of
+ * continuous mode is tested.
  */
 @ExtendWith(S3ServerExtension.class)
 class ContinuousMergeHandlerTest {
@@ -52,37 +45,18 @@ class ContinuousMergeHandlerTest {
     @TempDir
     Path dir;
 
-    private final Map<String, String> env = new HashMap<>();
-    private final ExpectedTable model = new ExpectedTable();
     private final KeyedWorkload workload = new KeyedWorkload(7, 200);
-    private MergerSettings settings;
-    private Catalog catalog;
-    private StagingStore store;
-    private EmbeddedS3Server server;
     private final MovableClock clock = new MovableClock(T0);
+    private MergerFixture pipeline;
 
     @BeforeEach
     void setUp(EmbeddedS3Server server) {
-        this.server = server;
-        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-        env.put("MERGE_MODE", "continuous");
-        settings = MergerSettings.from(new Environment(env));
-        catalog = settings.catalog().load();
-        store = new StagingStore(server.newClient(), settings.staging());
+        pipeline = new MergerFixture(server, dir, Map.of("MERGE_MODE", "continuous"));
     }
 
     /** One batch of the stream, staged as the stager would, and remembered in the model. */
     private void stageBatch(int changes) {
-        List<Change> batch = workload.next(changes);
-        TableAssertions.stage(store, batch);
-        model.apply(batch);
-    }
-
-    private void assertTableEqualsModel() {
-        TableAssertions.assertHolds(
-                catalog.loadTable(TableIdentifier.of(
-                        settings.table().namespace(), settings.table().name())),
-                model);
+        pipeline.stage(workload.next(changes));
     }
 
     // ------------------------------------------------------------------ the handler
@@ -137,7 +111,10 @@ class ContinuousMergeHandlerTest {
     }
 
     private JsonNode invoke(String input, Context context) throws Exception {
-        MergerHandler handler = new MergerHandler(settings, catalog, server.newClient())
+        MergerHandler handler = new MergerHandler(
+                        pipeline.settings(),
+                        pipeline.catalog(),
+                        pipeline.server().newClient())
                 .timing(clock, clock::set)
                 .metricsTo(line -> {});
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -154,7 +131,7 @@ class ContinuousMergeHandlerTest {
         assertEquals(T0.plusSeconds(57).toString(), late.get("deadline").asText(), late.toString());
         assertEquals("DEADLINE", late.get("stoppedBecause").asText());
         assertEquals(0, late.get("merges").size(), "no merge starts that could not commit before the next run");
-        assertTrue(store.anyStaged(), "what was staged waits for the next run");
+        assertTrue(pipeline.store().anyStaged(), "what was staged waits for the next run");
 
         // The next run, on time, with only 45 s of Lambda time left: the Lambda's time bounds it.
         Instant next = T0.plusSeconds(60);
@@ -163,7 +140,7 @@ class ContinuousMergeHandlerTest {
         assertEquals(next.plusSeconds(40).toString(), run.get("deadline").asText(), "45 s left, less a 5 s reserve");
         assertEquals(1, run.get("commits").asInt(), run.toString());
         assertEquals(20, run.get("merges").get(0).get("changesRead").asInt(), "the first merge took the staged batch");
-        assertTableEqualsModel();
+        pipeline.assertTableHoldsModel();
     }
 
     @Test
@@ -171,13 +148,14 @@ class ContinuousMergeHandlerTest {
         IllegalArgumentException e = Assertions.assertThrows(
                 IllegalArgumentException.class, () -> invoke("{\"scheduledTime\": \"yesterday\"}", null));
         assertTrue(e.getMessage().contains("scheduledTime=\"yesterday\""), e.getMessage());
-        env.put("MERGE_MODE", "streaming");
-        ConfigurationException c =
-                Assertions.assertThrows(ConfigurationException.class, () -> MergerSettings.from(new Environment(env)));
+        pipeline.env.put("MERGE_MODE", "streaming");
+        ConfigurationException c = Assertions.assertThrows(
+                ConfigurationException.class, () -> MergerSettings.from(new Environment(pipeline.env)));
         assertTrue(c.getMessage().contains("MERGE_MODE='streaming'"), c.getMessage());
-        env.put("MERGE_MODE", "continuous");
-        env.put("MERGE_INTERVAL_SECONDS", "60");
-        c = Assertions.assertThrows(ConfigurationException.class, () -> MergerSettings.from(new Environment(env)));
+        pipeline.env.put("MERGE_MODE", "continuous");
+        pipeline.env.put("MERGE_INTERVAL_SECONDS", "60");
+        c = Assertions.assertThrows(
+                ConfigurationException.class, () -> MergerSettings.from(new Environment(pipeline.env)));
         assertTrue(c.getMessage().contains("MERGE_INTERVAL_SECONDS=60"), c.getMessage());
     }
 }

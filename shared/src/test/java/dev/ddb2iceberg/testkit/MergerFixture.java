@@ -1,0 +1,89 @@
+package dev.ddb2iceberg.testkit;
+
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MergerSettings;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.staging.StagingStore;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+
+/**
+ * The merger's parts as most tests set them up: the table {@code orders} in a bucket of its own on
+ * the embedded S3 server, the SQLite catalog, the settings the merger function would read from
+ * {@link #env}, its staging store, and the model of the source table the staged changes describe.
+ */
+public final class MergerFixture {
+    /** The functions' environment; after changing it, {@link #reconfigure()}. */
+    public final Map<String, String> env = new HashMap<>();
+    /** The source table, as the changes staged through {@link #stage} left it. */
+    public final ExpectedTable model = new ExpectedTable();
+
+    private final EmbeddedS3Server server;
+    private MergerSettings settings;
+    private Catalog catalog;
+    private StagingStore store;
+
+    public MergerFixture(EmbeddedS3Server server, Path dir, Map<String, String> overrides) {
+        this.server = server;
+        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        env.putAll(overrides);
+        reconfigure();
+    }
+
+    /** Reads {@link #env} again, as a function started with it would. */
+    public void reconfigure() {
+        use(MergerSettings.from(new Environment(env)));
+    }
+
+    /** Uses these settings from now on (a test that builds them itself). */
+    public void use(MergerSettings settings) {
+        this.settings = settings;
+        this.catalog = settings.catalog().load();
+        this.store = new StagingStore(server.newClient(), settings.staging());
+    }
+
+    public EmbeddedS3Server server() {
+        return server;
+    }
+
+    public MergerSettings settings() {
+        return settings;
+    }
+
+    public Catalog catalog() {
+        return catalog;
+    }
+
+    public StagingStore store() {
+        return store;
+    }
+
+    /** Stages a stream batch as the stager would, and applies it to the model under the removal policy. */
+    public void stage(List<Change> batch) {
+        TableAssertions.stage(store, batch);
+        model.apply(batch, settings.table().removals());
+    }
+
+    /** A merger of the current settings, as one scheduled run makes it. */
+    public Merger merger() {
+        return new Merger(catalog, settings.table(), store, settings.options());
+    }
+
+    public Table table() {
+        return catalog.loadTable(TableIdentifier.of(
+                settings.table().namespace(), settings.table().name()));
+    }
+
+    /** Fails, with the difference, unless the table holds exactly the model's items. */
+    public void assertTableHoldsModel() {
+        TableAssertions.assertHolds(table(), model);
+    }
+}
