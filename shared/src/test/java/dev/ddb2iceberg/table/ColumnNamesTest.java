@@ -7,23 +7,19 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
-import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.load.ExportLoader;
-import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
-import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
+import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.TableAssertions;
 import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.testkit.TeamNamesWorkload;
@@ -31,7 +27,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -40,7 +35,6 @@ import java.util.Set;
 import java.util.regex.Pattern;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
@@ -64,40 +58,31 @@ class ColumnNamesTest {
     @TempDir
     Path dir;
 
-    private EmbeddedS3Server server;
-    private LocalStack stack;
-    private final Map<String, String> env = new HashMap<>();
-    private MergerSettings settings;
-    private Catalog catalog;
-    private StagingStore store;
-    private final ExpectedTable model = new ExpectedTable();
+    private MergerFixture pipeline;
     private final List<Change> streamed = new ArrayList<>();
 
     @BeforeEach
     void setUp(EmbeddedS3Server server) {
-        this.server = server;
-        stack = new LocalStack(server, S3ServerExtension.newBucket(server), dir);
-        env.putAll(stack.environment("orders"));
-        env.put("PARTITION_KEY", "customerId");
-        configure();
+        pipeline = new MergerFixture(server, dir, Map.of("PARTITION_KEY", "customerId"));
     }
 
-    private void configure() {
-        settings = MergerSettings.from(new Environment(env));
-        catalog = settings.catalog().load();
-        store = new StagingStore(server.newClient(), settings.staging());
+    /** Runs with {@code COLUMN_NAMES} and the other settings given, as a redeployed function would. */
+    private void use(String... settings) {
+        for (int i = 0; i < settings.length; i += 2) {
+            pipeline.env.put(settings[i], settings[i + 1]);
+        }
+        pipeline.reconfigure();
     }
 
     private void stageAndMerge(List<Change> changes) {
-        TableAssertions.stage(store, changes);
-        model.apply(changes, settings.table().removals());
+        pipeline.stage(changes);
         streamed.addAll(changes);
-        new Merger(catalog, settings.table(), store, settings.options()).run();
-        assertTrue(store.list().isEmpty(), "every staged object merged");
+        pipeline.merger().run();
+        assertTrue(pipeline.store().list().isEmpty(), "every staged object merged");
     }
 
     private Table table() {
-        return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders"));
+        return pipeline.table();
     }
 
     @Test
@@ -153,11 +138,7 @@ class ColumnNamesTest {
 
     @Test
     void underLowerEveryColumnIsAnAthenaNameAndEveryItemReadsBackExactly() {
-        env.put("COLUMN_NAMES", "lower");
-        env.put("HISTORY_TABLE", "orders_history");
-        env.put("TTL_EXPIRIES", "mark");
-        env.put("DELETES", "soft");
-        configure();
+        use("COLUMN_NAMES", "lower", "HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark", "DELETES", "soft");
         mergeTheWorkload(11);
 
         Table table = table();
@@ -186,10 +167,7 @@ class ColumnNamesTest {
 
     @Test
     void underPreserveColumnsTakeTheAttributeNamesAndEveryItemReadsBackExactly() {
-        env.put("COLUMN_NAMES", "preserve");
-        env.put("HISTORY_TABLE", "orders_history");
-        env.put("TTL_EXPIRIES", "mark");
-        configure();
+        use("COLUMN_NAMES", "preserve", "HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark");
         mergeTheWorkload(12);
 
         Table table = table();
@@ -209,13 +187,10 @@ class ColumnNamesTest {
 
     @Test
     void aTableKeepsTheRuleItWasMadeWithWhenTheSettingChangesAndTheLogSaysSo() {
-        env.put("COLUMN_NAMES", "preserve");
-        configure();
+        use("COLUMN_NAMES", "preserve");
         TeamNamesWorkload w = new TeamNamesWorkload(13, 60);
         stageAndMerge(List.of(w.upsert(0, true)));
-
-        env.put("COLUMN_NAMES", "lower");
-        configure();
+        use("COLUMN_NAMES", "lower");
         Map<String, DdbValue> image = new java.util.LinkedHashMap<>(w.key(1));
         image.put("newAttribute", new DdbValue.S("added after the change"));
         try (LogCapture logs = LogCapture.json()) {
@@ -232,31 +207,27 @@ class ColumnNamesTest {
         assertEquals("preserve", table.properties().get(PipelineProperties.COLUMN_NAMES));
         assertNotNull(table.schema().findField("newAttribute"), "a new column follows the table's rule");
         assertNotNull(table.schema().findField("customerId"), "the key column kept its name");
-        TableAssertions.assertHolds(table, model);
+        TableAssertions.assertHolds(table, pipeline.model);
     }
 
     @Test
     void aTableMadeBeforeTheSettingIsRecordedAsPreserveAndKeepsItsNames() {
-        env.put("COLUMN_NAMES", "preserve");
-        configure();
+        use("COLUMN_NAMES", "preserve");
         TeamNamesWorkload w = new TeamNamesWorkload(14, 60);
         stageAndMerge(List.of(w.upsert(0, true)));
         table().updateProperties().remove(PipelineProperties.COLUMN_NAMES).commit(); // as tables made before it
-
-        env.put("COLUMN_NAMES", "lower");
-        configure();
+        use("COLUMN_NAMES", "lower");
         stageAndMerge(w.next(40));
         Table table = table();
         assertEquals("preserve", table.properties().get(PipelineProperties.COLUMN_NAMES), "recorded on first use");
         assertNotNull(table.schema().findField("orderTotal"));
         assertNull(table.schema().findField("ordertotal"));
-        TableAssertions.assertHolds(table, model);
+        TableAssertions.assertHolds(table, pipeline.model);
     }
 
     @Test
     void anExportLoadUnderLowerUsesTheAttributeNames() {
-        env.put("COLUMN_NAMES", "lower");
-        configure();
+        use("COLUMN_NAMES", "lower");
         TeamNamesWorkload w = new TeamNamesWorkload(15, 120);
         List<Map<String, DdbValue>> items = new ArrayList<>();
         List<Change> asChanges = new ArrayList<>();
@@ -265,11 +236,17 @@ class ColumnNamesTest {
             items.add(c.newImage());
             asChanges.add(c);
         }
-        model.apply(asChanges);
-        DynamoDbExportFiles exports = new DynamoDbExportFiles(server.newClient(), stack.bucket(), "exports/");
+        pipeline.model.apply(asChanges);
+        DynamoDbExportFiles exports =
+                new DynamoDbExportFiles(pipeline.server().newClient(), pipeline.bucket(), "exports/");
         String location =
                 exports.writeFull("01764000000000-names", Instant.now().minusSeconds(60), items, 2);
-        ExportLoadResult r = new ExportLoader(catalog, settings.table(), store, settings.options(), server.newClient())
+        ExportLoadResult r = new ExportLoader(
+                        pipeline.catalog(),
+                        pipeline.settings().table(),
+                        pipeline.store(),
+                        pipeline.settings().options(),
+                        pipeline.server().newClient())
                 .run(
                         new ExportLoader.Request(
                                 ExportLocation.parse(location),
@@ -281,9 +258,9 @@ class ColumnNamesTest {
         Table table = table();
         assertEquals(List.of("customerid", "orderdate"), TableLayout.of(table).keyColumns());
         assertEveryNameIsAnAthenaName(table.schema().asStruct(), "");
-        TableAssertions.assertHolds(table, model);
+        TableAssertions.assertHolds(table, pipeline.model);
         stageAndMerge(w.next(100)); // and the stream merged over the load
-        TableAssertions.assertHolds(table(), model);
+        pipeline.assertTableHoldsModel();
     }
 
     /** A first item with every attribute, then merges of random changes, removals among them. */
@@ -297,9 +274,13 @@ class ColumnNamesTest {
 
     private void assertTableAndHistoryHoldTheSource(Table table) {
         var actual = TableItems.read(table);
-        assertEquals(model.items(), actual, () -> "the table differs: " + ExpectedTable.diff(model.items(), actual));
-        assertEquals(model.marks(), TableItems.marks(table), "removal marks (key -> column -> epoch ms)");
-        Table history = catalog.loadTable(TableIdentifier.of(settings.table().namespace(), "orders_history"));
+        assertEquals(
+                pipeline.model.items(),
+                actual,
+                () -> "the table differs: " + ExpectedTable.diff(pipeline.model.items(), actual));
+        assertEquals(pipeline.model.marks(), TableItems.marks(table), "removal marks (key -> column -> epoch ms)");
+        Table history = pipeline.catalog()
+                .loadTable(TableIdentifier.of(pipeline.settings().table().namespace(), "orders_history"));
         List<Change> held = ChangeHistory.changes(history);
         assertEquals(streamed.size(), held.size(), "changes in the history");
         for (int i = 0; i < held.size(); i++) {

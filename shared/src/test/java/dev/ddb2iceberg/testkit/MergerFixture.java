@@ -27,13 +27,15 @@ public final class MergerFixture {
     public final ExpectedTable model = new ExpectedTable();
 
     private final EmbeddedS3Server server;
+    private final String bucket;
     private MergerSettings settings;
     private Catalog catalog;
     private StagingStore store;
 
     public MergerFixture(EmbeddedS3Server server, Path dir, Map<String, String> overrides) {
         this.server = server;
-        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        this.bucket = S3ServerExtension.newBucket(server);
+        env.putAll(new LocalStack(server, bucket, dir).environment("orders"));
         env.putAll(overrides);
         reconfigure();
     }
@@ -52,6 +54,11 @@ public final class MergerFixture {
 
     public EmbeddedS3Server server() {
         return server;
+    }
+
+    /** The bucket staging, the warehouse and the test's own files (exports) share. */
+    public String bucket() {
+        return bucket;
     }
 
     public MergerSettings settings() {
