@@ -156,11 +156,9 @@ public final class TableCreator {
         Map<String, Type> keyColumnTypes = keyColumnTypes(changes, keyTypes.keySet());
         List<Integer> identifiers = new ArrayList<>();
         Set<String> taken = new HashSet<>();
-        List<String> keyColumns = new ArrayList<>();
         for (String key : keyTypes.keySet()) {
             String column = names.keyColumnFor(key, taken);
             taken.add(column.toLowerCase(Locale.ROOT));
-            keyColumns.add(column);
             identifiers.add(id0);
             // A renamed key's column keeps the attribute's name in its doc; others have none, as before.
             String doc = column.equals(key) ? null : ColumnNames.doc(keyTypes.get(key), key, column);
@@ -197,7 +195,9 @@ public final class TableCreator {
         }
         Schema keysOnly = new Schema(fields, Set.copyOf(identifiers));
         TableLayout layout = TableLayout.of(keysOnly, TableLayout.keysProperty(keyTypes), names);
-        // The user's typed columns exist from the start, so the partition spec may use them.
+        // The user's typed columns exist from the start, so the partition spec may use them. They go
+        // through schemaChanges as attributes seen (named by the same rule): a NULL tells it only the
+        // name, and the hint gives the type.
         List<Map<String, DdbValue>> hinted = new ArrayList<>();
         settings.columnTypes().forEach((attribute, column) -> {
             if (!keyTypes.containsKey(attribute)) {
@@ -217,10 +217,10 @@ public final class TableCreator {
 
         String specText = settings.partitionSpec() != null
                 ? settings.partitionSpec()
-                : PartitionSpecs.defaultFor(keyColumns.get(0));
+                : PartitionSpecs.defaultFor(layout.keyColumns().get(0));
         PartitionSpec spec = PartitionSpecs.parse(specText, layout);
         SortOrder.Builder order = SortOrder.builderFor(schema);
-        keyColumns.forEach(order::asc);
+        layout.keyColumns().forEach(order::asc);
 
         Map<String, String> props = new HashMap<>();
         props.put(TableProperties.FORMAT_VERSION, Integer.toString(settings.formatVersion()));
@@ -245,7 +245,7 @@ public final class TableCreator {
             props.put(PipelineProperties.DERIVED_FILES_LOCATION, settings.derivedFilesLocation());
         }
         // Exact (untruncated) bounds on the keys, so the merge can skip files that cannot hold a key.
-        for (String column : keyColumns) {
+        for (String column : layout.keyColumns()) {
             props.put(TableProperties.METRICS_MODE_COLUMN_CONF_PREFIX + column, "full");
         }
         try {
@@ -261,7 +261,7 @@ public final class TableCreator {
                     "Created table {} with keys {} (columns {}), partitioned by {}, format v{}, column names {}",
                     id,
                     keyTypes,
-                    keyColumns,
+                    layout.keyColumns(),
                     specText,
                     settings.formatVersion(),
                     names.setting());
