@@ -198,6 +198,9 @@ final class DemoCommand implements Callable<Integer> {
                     maintained.path("snapshotsExpired").asInt(),
                     maintained.path("orphans").size(),
                     maintained.path("millis").asLong());
+            for (Object handler : List.of(stager, merger, maintenance)) {
+                LocalInvoker.close(handler);
+            }
             return report(out, env, expected, staged, started);
         }
     }

@@ -81,7 +81,12 @@ final class InvokeCommand implements Callable<Integer> {
         PrintStream toErr = FunctionStreams.lines(err);
         try (FunctionStreams redirected = FunctionStreams.redirect(toErr, toErr)) {
             Object handler = LocalInvoker.newHandler(function.handler(), env);
-            byte[] response = LocalInvoker.invoke(handler, eventBytes, context);
+            byte[] response;
+            try {
+                response = LocalInvoker.invoke(handler, eventBytes, context);
+            } finally {
+                LocalInvoker.close(handler);
+            }
             out.println(new String(response, StandardCharsets.UTF_8));
         } catch (UserError e) {
             throw e;

@@ -82,30 +82,37 @@ final class LoadExportCommand implements Callable<Integer> {
         try (FunctionStreams redirected = FunctionStreams.redirect(
                 FunctionStreams.lines(spec.commandLine().getErr()), System.err)) {
             Object handler = LocalInvoker.newHandler(function.handler(), env);
-            for (int invocation = 1; ; invocation++) {
-                JsonNode result;
-                try {
-                    result = JSON.readTree(LocalInvoker.invoke(
-                            handler,
-                            JSON.writeValueAsBytes(input),
-                            new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
-                } catch (IllegalArgumentException | IllegalStateException refused) {
-                    throw new UserError(LocalInvoker.rootMessage(refused));
-                }
-                out.printf(
-                        "invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
-                                + " the stream%n",
-                        invocation,
-                        result.path("itemsLoaded").asLong(),
-                        result.path("itemsInExport").asLong(),
-                        result.path("filesDone").asInt(),
-                        result.path("files").asInt(),
-                        result.path("skipped").asLong());
-                out.flush();
-                if (result.path("done").asBoolean()) {
-                    out.println(result.path("note").asText());
-                    return 0;
-                }
+            try {
+                return invokeUntilDone(handler, input, out);
+            } finally {
+                LocalInvoker.close(handler);
+            }
+        }
+    }
+
+    /** Invokes the merger on {@code input} until it says the load is done, printing each invocation's progress. */
+    private static int invokeUntilDone(Object handler, ObjectNode input, PrintWriter out) throws IOException {
+        for (int invocation = 1; ; invocation++) {
+            JsonNode result;
+            try {
+                result = JSON.readTree(LocalInvoker.invoke(
+                        handler, JSON.writeValueAsBytes(input), new LocalContext("Merger", 2048, INVOCATION_SECONDS)));
+            } catch (IllegalArgumentException | IllegalStateException refused) {
+                throw new UserError(LocalInvoker.rootMessage(refused));
+            }
+            out.printf(
+                    "invocation %d: %,d of %,d items loaded (%d of %d data files); this run skipped %,d as older than"
+                            + " the stream%n",
+                    invocation,
+                    result.path("itemsLoaded").asLong(),
+                    result.path("itemsInExport").asLong(),
+                    result.path("filesDone").asInt(),
+                    result.path("files").asInt(),
+                    result.path("skipped").asLong());
+            out.flush();
+            if (result.path("done").asBoolean()) {
+                out.println(result.path("note").asText());
+                return 0;
             }
         }
     }
@@ -134,24 +141,29 @@ final class LoadExportCommand implements Callable<Integer> {
         try (FunctionStreams redirected = FunctionStreams.redirect(
                 FunctionStreams.lines(spec.commandLine().getErr()), System.err)) {
             Object handler = LocalInvoker.newHandler(function.handler(), env);
-            JsonNode result = new InProcessExportLoad(
-                            step -> {
-                                try {
-                                    return JSON.readTree(LocalInvoker.invoke(
-                                            handler,
-                                            JSON.writeValueAsBytes(step),
-                                            new LocalContext("ExportLoad", 4096, 900)));
-                                } catch (IOException e) {
-                                    throw new UncheckedIOException(e);
-                                }
-                            },
-                            line -> {
-                                synchronized (out) {
-                                    out.println(line);
-                                    out.flush();
-                                }
-                            })
-                    .run(input, parallel);
+            JsonNode result;
+            try {
+                result = new InProcessExportLoad(
+                                step -> {
+                                    try {
+                                        return JSON.readTree(LocalInvoker.invoke(
+                                                handler,
+                                                JSON.writeValueAsBytes(step),
+                                                new LocalContext("ExportLoad", 4096, 900)));
+                                    } catch (IOException e) {
+                                        throw new UncheckedIOException(e);
+                                    }
+                                },
+                                line -> {
+                                    synchronized (out) {
+                                        out.println(line);
+                                        out.flush();
+                                    }
+                                })
+                        .run(input, parallel);
+            } finally {
+                LocalInvoker.close(handler);
+            }
             out.println(result.path("note").asText());
             return 0;
         } catch (IllegalArgumentException | IllegalStateException refused) {

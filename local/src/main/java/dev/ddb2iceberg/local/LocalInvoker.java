@@ -15,6 +15,8 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
 import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runs a function's handler in this process the way the Lambda Java runtime does: the event is
@@ -26,6 +28,8 @@ import java.util.Map;
  * no-argument constructor Lambda uses reads the real environment instead.
  */
 final class LocalInvoker {
+    private static final Logger LOG = LoggerFactory.getLogger(LocalInvoker.class);
+
     private LocalInvoker() {}
 
     static Object newHandler(String handler, Map<String, String> env) {
@@ -48,6 +52,20 @@ final class LocalInvoker {
             throw new UserError("function failed to start (init error): " + cause.getMessage());
         } catch (ReflectiveOperationException e) {
             throw new UserError("cannot create handler " + className + ": " + e);
+        }
+    }
+
+    /**
+     * Closes what the handler built for itself (its catalog, its S3 client), as a container's end
+     * would; a failure to close is cleanup's, so it is logged, not thrown over the function's result.
+     */
+    static void close(Object handler) {
+        if (handler instanceof AutoCloseable closeable) {
+            try {
+                closeable.close();
+            } catch (Exception e) {
+                LOG.warn("Could not close {}: {}", handler.getClass().getSimpleName(), rootMessage(e));
+            }
         }
     }
 

@@ -7,6 +7,9 @@ import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.maintainer.MaintenanceHandler;
 import dev.ddb2iceberg.status.TableStatus;
 import dev.ddb2iceberg.table.TableCreator;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.Clock;
 import java.util.concurrent.Callable;
 import org.apache.iceberg.catalog.Catalog;
@@ -42,15 +45,25 @@ final class StatusCommand implements Callable<Integer> {
                 MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
         TableStatus status = LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> {
             Catalog catalog = settings.catalog().load();
-            return MaintenanceHandler.status(
-                    settings,
-                    catalog,
-                    TableCreator.loadIfExists(
-                            catalog,
-                            TableIdentifier.of(
-                                    settings.table().namespace(),
-                                    settings.table().name())),
-                    Clock.systemUTC());
+            try {
+                return MaintenanceHandler.status(
+                        settings,
+                        catalog,
+                        TableCreator.loadIfExists(
+                                catalog,
+                                TableIdentifier.of(
+                                        settings.table().namespace(),
+                                        settings.table().name())),
+                        Clock.systemUTC());
+            } finally {
+                if (catalog instanceof Closeable c) {
+                    try {
+                        c.close();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }
+            }
         });
         spec.commandLine()
                 .getOut()

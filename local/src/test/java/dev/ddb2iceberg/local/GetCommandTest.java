@@ -22,6 +22,7 @@ import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.StreamEvents;
+import java.io.Closeable;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Path;
@@ -29,6 +30,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.BeforeEach;
@@ -78,7 +80,7 @@ class GetCommandTest {
     }
 
     /** Stages the items as inserts and merges them, as the stager and merger functions would. */
-    private long merge(List<Map<String, DdbValue>> items) {
+    private long merge(List<Map<String, DdbValue>> items) throws IOException {
         StagingStore store = new StagingStore(server.newClient(), settings.staging());
         long seq = 100_000_000_000_000_000L;
         List<Change> changes = new ArrayList<>();
@@ -92,10 +94,12 @@ class GetCommandTest {
                 .stage(StreamEvents.batch(changes).getRecords())
                 .complete());
         Catalog catalog = settings.catalog().load();
-        new Merger(catalog, settings.table(), store, settings.options()).run();
-        return catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders"))
-                .currentSnapshot()
-                .snapshotId();
+        try (Closeable closing = (Closeable) catalog) {
+            new Merger(catalog, settings.table(), store, settings.options()).run();
+            return catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders"))
+                    .currentSnapshot()
+                    .snapshotId();
+        }
     }
 
     private static Map<String, DdbValue> order(String customer, String order, String status) {
@@ -181,10 +185,13 @@ class GetCommandTest {
         assertTrue(new BatchStager(store)
                 .stage(StreamEvents.batch(List.of(insert)).getRecords())
                 .complete());
+        Schema schema;
         Catalog catalog = settings.catalog().load();
-        new Merger(catalog, settings.table(), store, settings.options()).run();
-        var schema =
-                catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders")).schema();
+        try (Closeable closing = (Closeable) catalog) {
+            new Merger(catalog, settings.table(), store, settings.options()).run();
+            schema = catalog.loadTable(TableIdentifier.of("ddb2iceberg", "orders"))
+                    .schema();
+        }
         assertTrue(
                 schema.findField("customerid") != null && schema.findField("shipto.zipcode") != null,
                 () -> "lower-case columns: " + schema);
@@ -196,7 +203,7 @@ class GetCommandTest {
     }
 
     @Test
-    void aMissingItemIsAMessageOnStderrAndExitCode1() {
+    void aMissingItemIsAMessageOnStderrAndExitCode1() throws IOException {
         long snapshot = merge(List.of(order("C-1", "7", "SHIPPED")));
         Run r = get("C-1", "99");
         assertEquals(1, r.exit(), r.out());
@@ -215,7 +222,7 @@ class GetCommandTest {
     }
 
     @Test
-    void malformedKeysAreUserErrorsSayingWhatToGive() {
+    void malformedKeysAreUserErrorsSayingWhatToGive() throws IOException {
         merge(List.of(order("C-1", "7", "SHIPPED")));
 
         Run notANumber = get("C-1", "seven");

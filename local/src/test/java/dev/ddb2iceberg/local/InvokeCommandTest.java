@@ -16,6 +16,7 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.observe.LogSettings;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.LocalStack;
+import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -219,6 +220,7 @@ class InvokeCommandTest {
                 table.schema().findField("_ddb_expired_at") != null
                         && table.schema().findField("_ddb_deleted_at") != null,
                 "the mark columns: " + table.schema());
+        ((Closeable) catalog).close(); // left open, it would warn later on whatever stdout is then
 
         Run status = run("status", "-n", envVars.toString());
         assertEquals(0, status.exit(), status.err());

@@ -7,6 +7,7 @@ import dev.ddb2iceberg.function.FunctionCall;
 import dev.ddb2iceberg.function.FunctionInput;
 import dev.ddb2iceberg.function.MaintenanceRun;
 import dev.ddb2iceberg.function.MaintenanceSettings;
+import dev.ddb2iceberg.function.OwnedClients;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.status.TableStatus;
@@ -29,10 +30,11 @@ import org.slf4j.LoggerFactory;
  * {@code {"status": true}} for a report only. Returns the run's {@link MaintenanceResult} as JSON,
  * with its change history's under {@code history}. The work is {@link MaintenanceRun}'s.
  */
-public final class MaintenanceHandler implements RequestStreamHandler {
+public final class MaintenanceHandler implements RequestStreamHandler, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MaintenanceHandler.class);
 
     private final MaintenanceRun run;
+    private final OwnedClients owned;
 
     /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
     public MaintenanceHandler() {
@@ -45,10 +47,20 @@ public final class MaintenanceHandler implements RequestStreamHandler {
     }
 
     public MaintenanceHandler(MaintenanceSettings settings, Clock clock) {
-        this(settings, settings.catalog().load(), clock);
+        this(settings, clock, new OwnedClients());
     }
 
+    private MaintenanceHandler(MaintenanceSettings settings, Clock clock, OwnedClients owned) {
+        this(settings, owned.own(settings.catalog().load()), clock, owned);
+    }
+
+    /** A handler on the caller's catalog, which stays the caller's to close. */
     public MaintenanceHandler(MaintenanceSettings settings, Catalog catalog, Clock clock) {
+        this(settings, catalog, clock, new OwnedClients());
+    }
+
+    private MaintenanceHandler(MaintenanceSettings settings, Catalog catalog, Clock clock, OwnedClients owned) {
+        this.owned = owned;
         this.run = new MaintenanceRun(settings.pipeline(), settings.options(), catalog, clock, LOG);
     }
 
@@ -63,6 +75,12 @@ public final class MaintenanceHandler implements RequestStreamHandler {
         Request(Set<MaintenanceTask> tasks, boolean dryRun) {
             this(tasks, dryRun, false);
         }
+    }
+
+    /** Closes the catalog this handler built (Lambda never does; the local runtime does). */
+    @Override
+    public void close() throws Exception {
+        owned.close();
     }
 
     @Override

@@ -8,6 +8,7 @@ import dev.ddb2iceberg.function.ExportLoadSteps;
 import dev.ddb2iceberg.function.FunctionCall;
 import dev.ddb2iceberg.function.FunctionInput;
 import dev.ddb2iceberg.function.MergerSettings;
+import dev.ddb2iceberg.function.OwnedClients;
 import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
@@ -22,8 +23,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * or locally by {@code ./ddb2iceberg load-export --parallel N}. Its input, an
  * {@link ExportLoadSteps.Input}, says which step ({@link ExportLoadSteps} lists them and their results).
  */
-public final class ExportLoadHandler implements RequestStreamHandler {
+public final class ExportLoadHandler implements RequestStreamHandler, AutoCloseable {
     private final ExportLoadSteps steps;
+    private final OwnedClients owned;
 
     /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
     public ExportLoadHandler() {
@@ -36,7 +38,17 @@ public final class ExportLoadHandler implements RequestStreamHandler {
     }
 
     private ExportLoadHandler(Environment env, MergerSettings settings) {
-        this(settings, settings.catalog().load(), settings.s3().newClient(), concurrency(env), batchItems(env));
+        this(env, settings, new OwnedClients());
+    }
+
+    private ExportLoadHandler(Environment env, MergerSettings settings, OwnedClients owned) {
+        this(
+                settings,
+                owned.own(settings.catalog().load()),
+                owned.own(settings.s3().newClient()),
+                concurrency(env),
+                batchItems(env),
+                owned);
     }
 
     /** Workers the map runs at once unless the execution's input says ({@code workers}). */
@@ -56,7 +68,19 @@ public final class ExportLoadHandler implements RequestStreamHandler {
         batchItems(env);
     }
 
+    /** A handler on the caller's catalog and client, which stay the caller's to close. */
     public ExportLoadHandler(MergerSettings settings, Catalog catalog, S3Client s3, int concurrency, int batchItems) {
+        this(settings, catalog, s3, concurrency, batchItems, new OwnedClients());
+    }
+
+    private ExportLoadHandler(
+            MergerSettings settings,
+            Catalog catalog,
+            S3Client s3,
+            int concurrency,
+            int batchItems,
+            OwnedClients owned) {
+        this.owned = owned;
         this.steps = new ExportLoadSteps(
                 new ParallelExportLoad(
                         catalog,
@@ -66,6 +90,12 @@ public final class ExportLoadHandler implements RequestStreamHandler {
                         s3,
                         batchItems),
                 concurrency);
+    }
+
+    /** Closes the catalog and client this handler built (Lambda never does; the local runtime does). */
+    @Override
+    public void close() throws Exception {
+        owned.close();
     }
 
     @Override

@@ -7,6 +7,7 @@ import dev.ddb2iceberg.function.FunctionCall;
 import dev.ddb2iceberg.function.FunctionInput;
 import dev.ddb2iceberg.function.MergeRun;
 import dev.ddb2iceberg.function.MergerSettings;
+import dev.ddb2iceberg.function.OwnedClients;
 import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
@@ -28,10 +29,11 @@ import software.amazon.awssdk.services.s3.S3Client;
  * JSON (continuous mode: a {@link MergeRun.ContinuousResult}). With {@code loadExport} it loads a
  * DynamoDB export instead and returns an {@link ExportLoadResult}. The work is {@link MergeRun}'s.
  */
-public final class MergerHandler implements RequestStreamHandler {
+public final class MergerHandler implements RequestStreamHandler, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MergerHandler.class);
     private final MergerSettings settings;
     private final MergeRun run;
+    private final OwnedClients owned;
 
     /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
     public MergerHandler() {
@@ -44,12 +46,32 @@ public final class MergerHandler implements RequestStreamHandler {
     }
 
     public MergerHandler(MergerSettings settings) {
-        this(settings, settings.catalog().load(), settings.s3().newClient());
+        this(settings, new OwnedClients());
     }
 
+    private MergerHandler(MergerSettings settings, OwnedClients owned) {
+        this(
+                settings,
+                owned.own(settings.catalog().load()),
+                owned.own(settings.s3().newClient()),
+                owned);
+    }
+
+    /** A handler on the caller's catalog and client, which stay the caller's to close. */
     public MergerHandler(MergerSettings settings, Catalog catalog, S3Client s3) {
+        this(settings, catalog, s3, new OwnedClients());
+    }
+
+    private MergerHandler(MergerSettings settings, Catalog catalog, S3Client s3, OwnedClients owned) {
         this.settings = settings;
+        this.owned = owned;
         this.run = new MergeRun(catalog, settings.table(), settings.staging(), s3, settings.continuous(), LOG);
+    }
+
+    /** Closes the catalog and client this handler built (Lambda never does; the local runtime does). */
+    @Override
+    public void close() throws Exception {
+        owned.close();
     }
 
     @Override

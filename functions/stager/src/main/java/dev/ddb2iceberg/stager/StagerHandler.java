@@ -5,6 +5,7 @@ import com.amazonaws.services.lambda.runtime.RequestHandler;
 import com.amazonaws.services.lambda.runtime.events.DynamodbEvent;
 import com.amazonaws.services.lambda.runtime.events.StreamsEventResponse;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.function.OwnedClients;
 import dev.ddb2iceberg.function.StageRun;
 import dev.ddb2iceberg.observe.Invocation;
 import dev.ddb2iceberg.staging.BatchStager;
@@ -20,10 +21,11 @@ import software.amazon.awssdk.services.s3.S3Client;
  * this class checks the event is a batch and calls it (the event source mapping must enable
  * {@code ReportBatchItemFailures}).
  */
-public final class StagerHandler implements RequestHandler<DynamodbEvent, StreamsEventResponse> {
+public final class StagerHandler implements RequestHandler<DynamodbEvent, StreamsEventResponse>, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StagerHandler.class);
 
     private final StageRun run;
+    private final OwnedClients owned;
 
     /** Used by Lambda: settings are read and checked once, at cold start. */
     public StagerHandler() {
@@ -36,11 +38,27 @@ public final class StagerHandler implements RequestHandler<DynamodbEvent, Stream
     }
 
     public StagerHandler(StagerSettings settings) {
-        this(settings, settings.s3().newClient());
+        this(settings, new OwnedClients());
     }
 
+    private StagerHandler(StagerSettings settings, OwnedClients owned) {
+        this(settings, owned.own(settings.s3().newClient()), owned);
+    }
+
+    /** A handler on the caller's client, which stays the caller's to close. */
     public StagerHandler(StagerSettings settings, S3Client s3) {
+        this(settings, s3, new OwnedClients());
+    }
+
+    private StagerHandler(StagerSettings settings, S3Client s3, OwnedClients owned) {
+        this.owned = owned;
         this.run = new StageRun(new StagingStore(s3, settings.staging()), settings.table(), LOG);
+    }
+
+    /** Closes the client this handler built (Lambda never does; the local runtime does). */
+    @Override
+    public void close() throws Exception {
+        owned.close();
     }
 
     /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
