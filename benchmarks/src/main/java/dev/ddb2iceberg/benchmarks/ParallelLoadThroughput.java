@@ -80,6 +80,7 @@ public final class ParallelLoadThroughput {
                         options.keyIndexCacheBytes(),
                         0,
                         0,
+                        0,
                         false);
                 ParallelExportLoad load = new ParallelExportLoad(
                         catalog,

@@ -145,7 +145,7 @@ final class Actors {
             }
             case KEY_INDEX_DAMAGED -> {
                 if (damageKeyIndexFile()) {
-                    kind = "a key index file lost or truncated";
+                    kind = "a key index file lost, truncated or corrupted";
                 }
             }
             default -> {
@@ -181,8 +181,8 @@ final class Actors {
     }
 
     /**
-     * Deletes or truncates one file of the index the current snapshot names (a lost object, a
-     * partial upload); false when there is none. Merges must rebuild, never trust it.
+     * Deletes, truncates or corrupts one file of the index the current snapshot names (a lost object,
+     * a partial upload, bad bytes); false when there is none. Merges must rebuild, never trust it.
      */
     private boolean damageKeyIndexFile() {
         Table table = catalog.loadTable(id);
@@ -193,15 +193,29 @@ final class Actors {
         FaultPlan.KeyIndexDamage damage = plan.keyIndexDamage(files.size());
         String victim = files.get(damage.file());
         try {
-            if (damage.lost()) {
-                table.io().deleteFile(victim);
-                trail.add("lost key index file " + victim);
-            } else {
-                byte[] bytes = table.io().newInputFile(victim).newStream().readAllBytes();
-                try (var out = table.io().newOutputFile(victim).createOrOverwrite()) {
-                    out.write(bytes, 0, bytes.length / 2);
+            switch (damage.damage()) {
+                case LOST -> {
+                    table.io().deleteFile(victim);
+                    trail.add("lost key index file " + victim);
                 }
-                trail.add("truncated key index file " + victim);
+                case TRUNCATED -> {
+                    byte[] bytes = table.io().newInputFile(victim).newStream().readAllBytes();
+                    try (var out = table.io().newOutputFile(victim).createOrOverwrite()) {
+                        out.write(bytes, 0, bytes.length / 2);
+                    }
+                    trail.add("truncated key index file " + victim);
+                }
+                case CORRUPTED -> {
+                    // Every 97th byte changed, the length kept: only the file's own checks can tell.
+                    byte[] bytes = table.io().newInputFile(victim).newStream().readAllBytes();
+                    for (int i = 0; i < bytes.length; i += 97) {
+                        bytes[i] ^= 0x24;
+                    }
+                    try (var out = table.io().newOutputFile(victim).createOrOverwrite()) {
+                        out.write(bytes);
+                    }
+                    trail.add("corrupted key index file " + victim);
+                }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -207,7 +207,7 @@ final class FaultPlan {
         COMMIT_OUTCOME_UNKNOWN,
         S3_GET_KEY_INDEX,
         S3_PUT_KEY_INDEX,
-        /** A key index file lost or truncated, if the snapshot names one: see {@link #keyIndexDamage}. */
+        /** A key index file lost, truncated or corrupted, if the snapshot names one: see {@link #keyIndexDamage}. */
         KEY_INDEX_DAMAGED,
         CRASH_BEFORE_COMMIT,
         RACING_MAINTENANCE,
@@ -253,13 +253,20 @@ final class FaultPlan {
         return new MergeRun(options, MergeFault.NONE, 0, false);
     }
 
-    /** Which of a snapshot's key index files is damaged, and whether it is lost (or truncated). */
-    record KeyIndexDamage(int file, boolean lost) {}
+    /** What happens to a key index file: lost, cut short (a partial upload), or bytes changed at the same length. */
+    enum IndexFileDamage {
+        LOST,
+        TRUNCATED,
+        CORRUPTED
+    }
+
+    /** Which of a snapshot's key index files is damaged, and how. */
+    record KeyIndexDamage(int file, IndexFileDamage damage) {}
 
     /** Drawn only when the snapshot names key index files (there are {@code files}). */
     KeyIndexDamage keyIndexDamage(int files) {
         int file = random.nextInt(files);
-        return new KeyIndexDamage(file, random.nextBoolean());
+        return new KeyIndexDamage(file, IndexFileDamage.values()[random.nextInt(IndexFileDamage.values().length)]);
     }
 
     // ------------------------------------------------------------------ continuous runs

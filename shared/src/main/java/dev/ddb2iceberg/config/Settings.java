@@ -182,6 +182,11 @@ public final class Settings {
             "KEY_INDEX_CACHE_MB",
             null,
             "memory a warm merger keeps index files in, in MB; default a third of the heap");
+    public static final Setting KEY_INDEX_DISK_CACHE_MB = unset(
+            "KEY_INDEX_DISK_CACHE_MB",
+            null,
+            "local disk (/tmp) a warm merger keeps index parts on, in MB; default three quarters of /tmp's free"
+                    + " space (MergerEphemeralStorageMb), at most 10240; 0 none");
     public static final Setting REWRITE_FILES_BELOW_BYTES = fixed(
             "REWRITE_FILES_BELOW_BYTES",
             null,

@@ -3,33 +3,46 @@ package dev.ddb2iceberg.index;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
 
 /**
- * Index files a warm container keeps between runs, by location (index files never change once
- * written, so a location always means the same entries), least recently used first out once their
- * memory passes the budget. A file bigger than the whole budget is read but not kept.
+ * What a warm container keeps of the key index between runs, in memory: whole small files
+ * (deltas), the footers of parts and the blocks of parts it read, by location (index files never
+ * change once written, so a location always means the same bytes), least recently used first out
+ * once their memory passes the budget. Anything bigger than the whole budget is read but not kept.
+ * Behind it, optionally, a {@link DiskCache} of whole parts on local storage.
  */
 public final class IndexCache {
     private final long budgetBytes;
-    private final LinkedHashMap<String, IndexEntries> files = new LinkedHashMap<>(16, 0.75f, true);
+    private final DiskCache disk;
+    private final LinkedHashMap<String, Held> held = new LinkedHashMap<>(16, 0.75f, true);
     private long bytes;
     private long hits;
     private long misses;
     private long bytesRead;
+    private long diskBytesRead;
+
+    private record Held(Object value, long bytes) {}
 
     private static IndexCache shared;
 
     public IndexCache(long budgetBytes) {
+        this(budgetBytes, null);
+    }
+
+    /** @param disk whole parts on local storage, or null */
+    public IndexCache(long budgetBytes, DiskCache disk) {
         this.budgetBytes = budgetBytes;
+        this.disk = disk;
     }
 
     /**
      * The container's cache, kept across invocations of a warm Lambda; made with the first budget
-     * asked for (a container runs one configuration).
+     * asked for (a container runs one configuration), with a disk cache of {@code diskBytes} (0: none).
      */
-    public static synchronized IndexCache shared(long budgetBytes) {
+    public static synchronized IndexCache shared(long budgetBytes, long diskBytes) {
         if (shared == null) {
-            shared = new IndexCache(budgetBytes);
+            shared = new IndexCache(budgetBytes, diskBytes > 0 ? DiskCache.temporary(diskBytes) : null);
         }
         return shared;
     }
@@ -42,35 +55,72 @@ public final class IndexCache {
         return Runtime.getRuntime().maxMemory() / 3;
     }
 
+    /** The disk cache behind this one, or null. */
+    DiskCache disk() {
+        return disk;
+    }
+
     /** The file's entries, loaded with {@code load} (outside the lock, so loads run in parallel) if absent. */
     IndexEntries get(String location, Function<String, IndexEntries> load) {
+        return get(location, load, IndexEntries::memoryBytes);
+    }
+
+    /** A part's footer, read with {@code load} if absent. */
+    PartFile.Footer footer(String location, Function<String, PartFile.Footer> load) {
+        return get("footer:" + location, k -> load.apply(location), PartFile.Footer::memoryBytes);
+    }
+
+    /** A block's bytes as stored, or null. */
+    byte[] block(String location, int block) {
         synchronized (this) {
-            IndexEntries cached = files.get(location);
-            if (cached != null) {
+            Held h = held.get(blockKey(location, block));
+            if (h != null) {
                 hits++;
-                return cached;
+                return (byte[]) h.value();
+            }
+            misses++;
+            return null;
+        }
+    }
+
+    void putBlock(String location, int block, byte[] data) {
+        put(blockKey(location, block), data, data.length + 64L);
+    }
+
+    private static String blockKey(String location, int block) {
+        return location + "#" + block;
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> T get(String key, Function<String, T> load, ToLongFunction<T> size) {
+        synchronized (this) {
+            Held h = held.get(key);
+            if (h != null) {
+                hits++;
+                return (T) h.value();
             }
             misses++;
         }
-        IndexEntries loaded = load.apply(location);
-        put(location, loaded);
+        T loaded = load.apply(key);
+        put(key, loaded, size.applyAsLong(loaded));
         return loaded;
     }
 
     /** Keeps entries just written, so the next run in this container need not read them back. */
-    synchronized void put(String location, IndexEntries loaded) {
-        if (files.containsKey(location)) {
+    void put(String location, IndexEntries loaded) {
+        put(location, loaded, loaded.memoryBytes());
+    }
+
+    private synchronized void put(String key, Object value, long size) {
+        if (held.containsKey(key) || size > budgetBytes) {
             return;
         }
-        long size = loaded.memoryBytes();
-        if (size <= budgetBytes) {
-            files.put(location, loaded);
-            bytes += size;
-            for (var it = files.entrySet().iterator(); bytes > budgetBytes && it.hasNext(); ) {
-                Map.Entry<String, IndexEntries> eldest = it.next();
-                bytes -= eldest.getValue().memoryBytes();
-                it.remove();
-            }
+        held.put(key, new Held(value, size));
+        bytes += size;
+        for (var it = held.entrySet().iterator(); bytes > budgetBytes && it.hasNext(); ) {
+            Map.Entry<String, Held> eldest = it.next();
+            bytes -= eldest.getValue().bytes();
+            it.remove();
         }
     }
 
@@ -86,12 +136,21 @@ public final class IndexCache {
         return misses;
     }
 
-    /** Bytes of index files read from storage through this cache (its misses), since it was made. */
+    /** Bytes of index files read from storage (S3) through this cache, since it was made. */
     public synchronized long bytesRead() {
         return bytesRead;
     }
 
+    /** Bytes of index parts read from the local disk cache instead of storage, since it was made. */
+    public synchronized long diskBytesRead() {
+        return diskBytesRead;
+    }
+
     synchronized void recordRead(long bytes) {
         bytesRead += bytes;
+    }
+
+    synchronized void recordDiskRead(long bytes) {
+        diskBytesRead += bytes;
     }
 }

@@ -1,6 +1,8 @@
 package dev.ddb2iceberg.index;
 
 import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
@@ -12,44 +14,71 @@ import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.io.FileIO;
 
 /**
- * The files that make up one version of the key index: a base file per part (null for a part
- * without keys) and the deltas written since the parts were last rebuilt, oldest first. A snapshot
- * summary names the manifest of the index that describes exactly that snapshot.
+ * The files that make up one version of the key index: a base part per hash part of the keys, and
+ * the deltas written since, oldest first. Deltas are numbered by generation, and each part records
+ * the generation it has absorbed: a key's entry is in the deltas newer than its part's generation,
+ * else in its part. So parts are folded a few at a time (see {@link KeyIndex#withChanges}), and a
+ * delta is dropped once every part has absorbed it. A snapshot summary names the manifest of the
+ * index that describes exactly that snapshot.
  *
- * @param format 1
+ * @param format {@link #FORMAT}
  * @param parts how many parts the keys are spread over (by {@link IndexKeys#part})
- * @param base each part's base file location, or null
- * @param deltas delta file locations, oldest first; a newer delta's entry wins over an older one's
- * @param baseEntries entries in the base files
- * @param deltaEntries entries in the deltas (some replace base entries)
+ * @param base each part, in part order
+ * @param deltas delta files, oldest first; a newer delta's entry wins over an older one's
+ * @param generation the newest delta's generation (or what the parts absorbed, with no deltas)
+ * @param baseEntries entries in the parts
+ * @param deltaEntries entries in the deltas (some replace parts' entries)
  * @param bytes size of all the files in storage
  */
 public record IndexManifest(
         int format,
         int parts,
-        List<String> base,
-        List<String> deltas,
+        List<Part> base,
+        List<Delta> deltas,
+        long generation,
         long baseEntries,
         long deltaEntries,
         long bytes) {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    /** 2: parts read by block ({@link PartFile}). Format 1 (whole-file parts) is rebuilt, once. */
+    public static final int FORMAT = 2;
+
+    /** Strict: an unknown or missing field (a damaged manifest) fails the read, never reads as zero. */
+    private static final ObjectMapper JSON =
+            new ObjectMapper().enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES);
+
+    /**
+     * One part: its file ({@code null} while it has no entries), the file's length and the bytes
+     * its footer and tail take at its end (so the footer is one ranged GET of exactly those), its
+     * entries and the delta generation it has absorbed.
+     */
+    public record Part(String path, long length, int footer, long entries, long absorbed) {}
+
+    /** One delta file: its generation, entries and length. */
+    public record Delta(String path, long generation, long entries, long length) {}
 
     /** Every file of this version, manifest aside: what orphan cleanup must keep. */
     public List<String> files() {
-        List<String> all = new ArrayList<>(deltas);
-        base.stream().filter(p -> p != null).forEach(all::add);
+        List<String> all = new ArrayList<>();
+        deltas.forEach(d -> all.add(d.path()));
+        base.stream().filter(p -> p.path() != null).forEach(p -> all.add(p.path()));
         return all;
     }
 
     static IndexManifest read(FileIO io, String location) {
         try (InputStream in = io.newInputFile(location).newStream()) {
-            IndexManifest m = JSON.readValue(in, IndexManifest.class);
-            if (m.format() != 1
+            JsonNode tree = JSON.readTree(in);
+            int format = tree == null ? 0 : tree.path("format").asInt();
+            if (format == 1) {
+                throw new DamagedIndexException("key index manifest " + location
+                        + " is format 1 (parts read whole); this version reads parts by block (format 2)");
+            }
+            IndexManifest m = JSON.treeToValue(tree, IndexManifest.class);
+            if (m.format() != FORMAT
                     || m.parts() < 1
                     || m.base() == null
                     || m.base().size() != m.parts()
                     || m.deltas() == null) {
-                throw new DamagedIndexException(location + " is not a version 1 key index manifest");
+                throw new DamagedIndexException(location + " is not a format " + FORMAT + " key index manifest");
             }
             return m;
         } catch (JacksonException e) {

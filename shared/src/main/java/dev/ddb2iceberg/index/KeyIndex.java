@@ -1,12 +1,15 @@
 package dev.ddb2iceberg.index;
 
 import dev.ddb2iceberg.commit.PipelineProperties;
+import dev.ddb2iceberg.util.Futures;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -14,39 +17,59 @@ import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.FileIO;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The key index of one snapshot: for every live row, its key, data file, position and the
  * sequence number of the change that wrote it, so a merge finds the live rows of the keys it
- * changes by reading a few index parts instead of the key columns of every data file.
+ * changes by reading a block of the index per key instead of the key columns of every data file.
  *
  * <p>Layout, under {@code <table location>/key-index/}: the keys are spread over {@code parts}
- * parts by a hash of the key; each part has a base file of sorted entries, and each commit adds
- * one small delta file with its own entries (new rows, and tombstones for removed items) instead
- * of rewriting the parts it touches. A manifest lists the files; the snapshot summary property
- * {@link PipelineProperties#KEY_INDEX} names the manifest, written in the same commit as the rows it describes. When
- * deltas pile up past {@link #MAX_DELTAS}, the commit merges them into one, and once they hold
- * {@link #FOLD_SHARE} of the parts' entries, folds them into the parts they touch.
+ * parts by a hash of the key; each part is a file of sorted entries in blocks of a few KB with a
+ * block index at its end ({@link PartFile}), so a lookup reads only the blocks its keys fall in.
+ * Each commit adds one small delta file with its own entries (new rows, and tombstones for removed
+ * items), numbered by generation, and folds the deltas into a few parts: those that absorbed the
+ * fewest generations ({@link #withChanges}). No commit rewrites more than a bounded share of the
+ * index, and the deltas a lookup consults stay few. A manifest ({@link IndexManifest}) lists the
+ * files; the snapshot summary property {@link PipelineProperties#KEY_INDEX} names the manifest,
+ * written in the same commit as the rows it describes.
  *
  * <p>Derived state, never the truth: an index is used only for the snapshot whose own summary
  * names it (another writer's commit names none), and a file that is missing or damaged makes the
  * merge rebuild it from the table.
  */
 public final class KeyIndex {
+    private static final Logger LOG = LoggerFactory.getLogger(KeyIndex.class);
+
     public static final String NO_MOVES = "none";
-    /** Deltas kept before a commit folds them into the parts. */
-    public static final int MAX_DELTAS = 16;
+    /**
+     * Every part absorbs the deltas at least once in this many commits: each commit folds
+     * {@code parts / FOLD_WINDOW} parts (one of the default 64), so a commit rewrites about 1/64
+     * of the index (18 MB at 100M rows, 180 MB at 1B) and lookups consult at most about 64 deltas.
+     */
+    public static final int FOLD_WINDOW = 64;
+    /** A commit folds no more than this much of the index, unless the deltas' memory bound needs it. */
+    public static final long MAX_FOLD_BYTES = 256L << 20;
+    /**
+     * Deltas a merger holds in memory at most, in entries (about 60 MB each million): past it, a
+     * commit folds every part that lags most, so the oldest deltas can go. Reached only when merges
+     * are large (64 merges of 60,000 changes), where folding more often is what keeps up.
+     */
+    public static final long MAX_DELTA_ENTRIES = 4_000_000;
 
     private final FileIO io;
     private final String location;
     private final IndexManifest manifest;
     private final IndexCache cache;
+    private final PartReads reads;
 
     private KeyIndex(FileIO io, String location, IndexManifest manifest, IndexCache cache) {
         this.io = io;
         this.location = location;
         this.manifest = manifest;
         this.cache = cache;
+        this.reads = new PartReads(io, cache);
     }
 
     /** The manifest location the snapshot's own summary names, or null. */
@@ -126,25 +149,29 @@ public final class KeyIndex {
         return new KeyIndex(table.io(), manifestLocation, IndexManifest.read(table.io(), manifestLocation), cache);
     }
 
-    /** Opens an index: a manifest's files plus later moves deltas (oldest first), as deltas. */
+    /** Opens an index: a manifest's files plus later moves deltas (oldest first), as its newest deltas. */
     public static KeyIndex open(Table table, String manifest, List<String> moves, IndexCache cache) {
         KeyIndex index = open(table, manifest, cache);
         if (moves.isEmpty()) {
             return index;
         }
         IndexManifest m = index.manifest;
-        List<String> deltas = new ArrayList<>(m.deltas());
+        List<IndexManifest.Delta> deltas = new ArrayList<>(m.deltas());
+        long generation = m.generation();
         long entries = m.deltaEntries();
         long bytes = m.bytes();
         for (String move : moves) {
-            deltas.add(move);
-            entries += index.load(move).size();
-            bytes += table.io().newInputFile(move).getLength();
+            long size = index.load(move).size();
+            long length = table.io().newInputFile(move).getLength();
+            deltas.add(new IndexManifest.Delta(move, ++generation, size, length));
+            entries += size;
+            bytes += length;
         }
         return new KeyIndex(
                 table.io(),
                 manifest,
-                new IndexManifest(1, m.parts(), m.base(), deltas, m.baseEntries(), entries, bytes),
+                new IndexManifest(
+                        IndexManifest.FORMAT, m.parts(), m.base(), deltas, generation, m.baseEntries(), entries, bytes),
                 cache);
     }
 
@@ -168,50 +195,68 @@ public final class KeyIndex {
     }
 
     /**
-     * The entries of these keys (by {@link IndexKeys#encode}) that have live rows; the parts they
-     * fall in are read in parallel (or come from the cache). A damaged file throws
-     * {@link DamagedIndexException}.
+     * The entries of these keys (by {@link IndexKeys#encode}) that have live rows: each key is
+     * looked up in the deltas its part has not absorbed, newest first, then in the one block of its
+     * part it can be in; the blocks are read in parallel (or come from the caches). A damaged file
+     * throws {@link DamagedIndexException}.
      */
     public Map<IndexEntries.ByteKey, IndexEntries.Entry> lookup(Collection<byte[]> keys, ExecutorService pool) {
         List<IndexEntries> deltas = new ArrayList<>();
-        for (String delta : manifest.deltas()) {
-            deltas.add(load(delta));
-        }
-        Map<Integer, List<byte[]>> byPart = new HashMap<>();
-        for (byte[] key : keys) {
-            byPart.computeIfAbsent(IndexKeys.part(key, manifest.parts()), p -> new ArrayList<>())
-                    .add(key);
-        }
-        List<Future<List<IndexEntries.Entry>>> reads = new ArrayList<>();
-        for (Map.Entry<Integer, List<byte[]>> part : byPart.entrySet()) {
-            reads.add(pool.submit(() -> lookupInPart(part.getKey(), part.getValue(), deltas)));
+        for (IndexManifest.Delta delta : manifest.deltas()) {
+            deltas.add(load(delta.path()));
         }
         Map<IndexEntries.ByteKey, IndexEntries.Entry> found = new HashMap<>();
-        for (Future<List<IndexEntries.Entry>> read : reads) {
-            for (IndexEntries.Entry e : dev.ddb2iceberg.util.Futures.join(read, "reading the key index")) {
+        Map<Integer, List<byte[]>> inParts = new TreeMap<>(); // keys no delta decides, by part
+        for (byte[] key : keys) {
+            int p = IndexKeys.part(key, manifest.parts());
+            long absorbed = manifest.base().get(p).absorbed();
+            IndexEntries.Entry e = null;
+            for (int d = deltas.size() - 1; d >= 0 && e == null; d--) {
+                if (manifest.deltas().get(d).generation() > absorbed) {
+                    e = deltas.get(d).find(key);
+                }
+            }
+            if (e == null) {
+                inParts.computeIfAbsent(p, x -> new ArrayList<>()).add(key);
+            } else if (!e.isTombstone()) {
+                found.put(new IndexEntries.ByteKey(key), e);
+            }
+        }
+        // The footers first (cached in a warm merger), then each block with the keys it can hold.
+        Map<Integer, Future<PartFile.Footer>> footers = new HashMap<>();
+        for (int p : inParts.keySet()) {
+            IndexManifest.Part part = manifest.base().get(p);
+            if (part.path() != null) {
+                footers.put(p, PartReads.BLOCK_READS.submit(() -> reads.footer(part)));
+            }
+        }
+        List<Future<List<IndexEntries.Entry>>> blockReads = new ArrayList<>();
+        for (Map.Entry<Integer, List<byte[]>> inPart : inParts.entrySet()) {
+            Future<PartFile.Footer> pending = footers.get(inPart.getKey());
+            if (pending == null) {
+                continue; // an empty part
+            }
+            PartFile.Footer footer = Futures.join(pending, "reading the key index");
+            TreeMap<Integer, List<byte[]>> byBlock = new TreeMap<>();
+            for (byte[] key : inPart.getValue()) {
+                int block = footer.blockOf(key);
+                if (block >= 0) {
+                    byBlock.computeIfAbsent(block, b -> new ArrayList<>()).add(key);
+                }
+            }
+            for (Map.Entry<Integer, List<byte[]>> inBlock : byBlock.entrySet()) {
+                List<byte[]> sorted = new ArrayList<>(inBlock.getValue());
+                sorted.sort(java.util.Arrays::compareUnsigned);
+                int block = inBlock.getKey();
+                blockReads.add(PartReads.BLOCK_READS.submit(() -> reads.find(footer, block, sorted)));
+            }
+        }
+        for (Future<List<IndexEntries.Entry>> read : blockReads) {
+            for (IndexEntries.Entry e : Futures.join(read, "reading the key index")) {
                 found.put(new IndexEntries.ByteKey(e.key()), e);
             }
         }
         return found;
-    }
-
-    private List<IndexEntries.Entry> lookupInPart(int part, List<byte[]> keys, List<IndexEntries> deltas) {
-        String basePath = manifest.base().get(part);
-        IndexEntries base = basePath == null ? IndexEntries.EMPTY : load(basePath);
-        List<IndexEntries.Entry> out = new ArrayList<>();
-        for (byte[] key : keys) {
-            IndexEntries.Entry e = null;
-            for (int d = deltas.size() - 1; d >= 0 && e == null; d--) {
-                e = deltas.get(d).find(key);
-            }
-            if (e == null) {
-                e = base.find(key);
-            }
-            if (e != null && !e.isTombstone()) {
-                out.add(e);
-            }
-        }
-        return out;
     }
 
     private IndexEntries load(String path) {
@@ -222,104 +267,178 @@ public final class KeyIndex {
     public record Written(String manifest, List<String> files) {}
 
     /**
-     * Deltas are folded into the parts once their entries reach this share of the parts' entries;
-     * before that, past {@link #MAX_DELTAS} they are merged into one delta. A fold rewrites nearly
-     * every part (the changes of many merges touch them all), so its cost follows the table: at 2%
-     * it comes once per 2% of the table changed, and the merge of deltas in between costs what the
-     * deltas hold. (Folding every 16 merges rewrote a 100M-row index, 1.2 GB, each time.)
-     */
-    public static final double FOLD_SHARE = 0.02;
-
-    /**
      * The next version: this one plus {@code changes} (this commit's entries and tombstones) as a
-     * new delta; past {@link #MAX_DELTAS}, either all deltas merged into one or, once they reach
-     * {@link #FOLD_SHARE} of the parts, all folded into the parts they touch.
+     * new delta, with the parts that absorbed the fewest generations folded: {@code parts /
+     * FOLD_WINDOW} of them (at least one, and within {@link #MAX_FOLD_BYTES} unless the deltas'
+     * memory bound {@link #MAX_DELTA_ENTRIES} needs more). A part no pending entry falls in absorbs
+     * them without a rewrite. Deltas every part has absorbed leave the manifest. So each commit
+     * rewrites about the same small share of the index: the worst merge costs what the median does.
      */
     public Written withChanges(Table table, IndexEntries changes, ExecutorService pool) {
         String dir = directory(table);
         String id = UUID.randomUUID().toString();
         List<String> written = new ArrayList<>();
+        long generation = manifest.generation() + 1;
+        int parts = manifest.parts();
+        List<IndexManifest.Part> base = new ArrayList<>(manifest.base());
+        List<IndexManifest.Delta> deltas = new ArrayList<>(manifest.deltas());
+        List<IndexEntries> layers = new ArrayList<>();
+        deltas.forEach(d -> layers.add(load(d.path())));
         // An empty index (a new table's) gets its parts at once, not a delta over nothing.
-        boolean empty = manifest.baseEntries() == 0 && manifest.deltas().isEmpty();
-        if (!empty && manifest.deltas().size() + 1 <= MAX_DELTAS) {
+        boolean empty = manifest.baseEntries() == 0 && deltas.isEmpty();
+        List<Integer> fold = new ArrayList<>();
+        if (empty) {
+            for (int p = 0; p < parts; p++) {
+                fold.add(p);
+            }
+        } else {
             String delta = dir + id + "-delta.bin";
-            long bytes = manifest.bytes() + IndexFile.write(io, delta, changes);
+            long length = IndexFile.write(io, delta, changes);
             cache.put(delta, changes);
             written.add(delta);
-            List<String> deltas = new ArrayList<>(manifest.deltas());
-            deltas.add(delta);
-            IndexManifest next = new IndexManifest(
-                    1,
-                    manifest.parts(),
-                    manifest.base(),
-                    deltas,
-                    manifest.baseEntries(),
-                    manifest.deltaEntries() + changes.size(),
-                    bytes);
-            return finish(io, next, dir + id + "-manifest.json", written);
+            deltas.add(new IndexManifest.Delta(delta, generation, changes.size(), length));
+            fold = partsToFold(base, deltas);
         }
-        if (!empty && manifest.deltaEntries() + changes.size() < FOLD_SHARE * manifest.baseEntries()) {
-            // Merge the deltas (newest wins, tombstones kept) into one: no part is rewritten.
-            IndexEntries merged = IndexEntries.EMPTY;
-            for (String d : manifest.deltas()) {
-                merged = merged.overlay(load(d), true);
-            }
-            merged = merged.overlay(changes, true);
-            String delta = dir + id + "-delta.bin";
-            long bytes = manifest.bytes() - sizeOf(io, manifest.deltas()) + IndexFile.write(io, delta, merged);
-            cache.put(delta, merged);
-            written.add(delta);
-            IndexManifest next = new IndexManifest(
-                    1, manifest.parts(), manifest.base(), List.of(delta), manifest.baseEntries(), merged.size(), bytes);
-            return finish(io, next, dir + id + "-manifest.json", written);
-        }
-        // Fold: every delta (and the new changes), part by part, over the parts' base files.
-        List<IndexEntries> layers = new ArrayList<>();
-        manifest.deltas().forEach(d -> layers.add(load(d)));
         layers.add(changes);
-        // Each part's entries, packed, in layer order: the newest entry of a key wins.
-        Map<Integer, IndexEntries.Builder> byPart = new HashMap<>();
-        for (IndexEntries layer : layers) {
+        List<IndexManifest.Delta> layerGenerations = new ArrayList<>(manifest.deltas());
+        layerGenerations.add(new IndexManifest.Delta(null, generation, changes.size(), 0));
+
+        // The pending entries of the parts folded, in one pass over the layers (oldest first: the newest entry wins).
+        Map<Integer, IndexEntries.Builder> pending = new HashMap<>();
+        fold.forEach(p -> pending.put(p, new IndexEntries.Builder()));
+        for (int l = 0; l < layers.size(); l++) {
+            IndexEntries layer = layers.get(l);
+            long layerGeneration = layerGenerations.get(l).generation();
             String[] files = layer.files();
             for (int i = 0; i < layer.size(); i++) {
                 byte[] key = layer.key(i);
-                int ref = layer.fileRef(i);
-                byPart.computeIfAbsent(IndexKeys.part(key, manifest.parts()), p -> new IndexEntries.Builder())
-                        .add(key, ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
+                int p = IndexKeys.part(key, parts);
+                IndexEntries.Builder b = pending.get(p);
+                if (b != null && layerGeneration > base.get(p).absorbed()) {
+                    int ref = layer.fileRef(i);
+                    b.add(key, ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
+                }
             }
         }
-        List<String> base = new ArrayList<>(manifest.base());
-        List<Future<long[]>> folds = new ArrayList<>();
-        for (Map.Entry<Integer, IndexEntries.Builder> part : byPart.entrySet()) {
-            int p = part.getKey();
+        List<Future<IndexManifest.Part>> folds = new ArrayList<>();
+        for (int p : fold) {
+            IndexManifest.Part before = base.get(p);
+            IndexEntries.Builder newer = pending.get(p);
             String path = dir + id + "-part-" + p + ".bin";
-            written.add(path);
-            String old = base.get(p);
-            base.set(p, path);
-            IndexEntries.Builder newer = part.getValue();
-            folds.add(pool.submit(() -> {
-                IndexEntries before = old == null ? IndexEntries.EMPTY : load(old);
-                IndexEntries folded = before.overlay(newer.build(), false);
-                IndexFile.write(io, path, folded);
-                cache.put(path, folded);
-                return new long[] {before.size(), folded.size()};
-            }));
+            if (newer.size() > 0) {
+                written.add(path);
+            }
+            folds.add(pool.submit(() -> fold(before, newer, path, generation)));
         }
-        long entries = manifest.baseEntries();
-        for (Future<long[]> f : folds) {
-            long[] counts = dev.ddb2iceberg.util.Futures.join(f, "folding key index deltas");
-            entries += counts[1] - counts[0];
+        for (int i = 0; i < fold.size(); i++) {
+            base.set(fold.get(i), Futures.join(folds.get(i), "folding key index deltas"));
         }
-        IndexManifest next = new IndexManifest(1, manifest.parts(), base, List.of(), entries, 0, sizeOf(io, base));
+        long absorbedByAll =
+                base.stream().mapToLong(IndexManifest.Part::absorbed).min().orElse(generation);
+        deltas.removeIf(d -> d.generation() <= absorbedByAll);
+        long baseEntries = base.stream().mapToLong(IndexManifest.Part::entries).sum();
+        long deltaEntries =
+                deltas.stream().mapToLong(IndexManifest.Delta::entries).sum();
+        long bytes = base.stream().mapToLong(IndexManifest.Part::length).sum()
+                + deltas.stream().mapToLong(IndexManifest.Delta::length).sum();
+        IndexManifest next = new IndexManifest(
+                IndexManifest.FORMAT, parts, base, deltas, generation, baseEntries, deltaEntries, bytes);
         return finish(io, next, dir + id + "-manifest.json", written);
     }
 
     /**
+     * Which parts this commit folds: those that absorbed the fewest generations, {@code parts /
+     * FOLD_WINDOW} of them within {@link #MAX_FOLD_BYTES} (at least one); then more while the
+     * deltas still kept would pass {@link #MAX_DELTA_ENTRIES}.
+     */
+    private static List<Integer> partsToFold(List<IndexManifest.Part> base, List<IndexManifest.Delta> deltas) {
+        List<Integer> order = new ArrayList<>();
+        for (int p = 0; p < base.size(); p++) {
+            order.add(p);
+        }
+        order.sort(
+                Comparator.comparingLong((Integer p) -> base.get(p).absorbed()).thenComparing(p -> p));
+        int wanted = (base.size() + FOLD_WINDOW - 1) / FOLD_WINDOW;
+        List<Integer> fold = new ArrayList<>();
+        long bytes = 0;
+        int next = 0;
+        while (next < order.size()
+                && (fold.isEmpty()
+                        || (fold.size() < wanted
+                                && bytes + base.get(order.get(next)).length() <= MAX_FOLD_BYTES))) {
+            bytes += base.get(order.get(next)).length();
+            fold.add(order.get(next++));
+        }
+        while (next < order.size() && keptDeltaEntries(base, deltas, order, next) > MAX_DELTA_ENTRIES) {
+            bytes += base.get(order.get(next)).length();
+            fold.add(order.get(next++));
+        }
+        if (bytes > MAX_FOLD_BYTES) {
+            LOG.info(
+                    "Folding {} key index parts ({} MB) in this commit: the deltas would pass {} entries otherwise",
+                    fold.size(),
+                    bytes >> 20,
+                    MAX_DELTA_ENTRIES);
+        }
+        return fold;
+    }
+
+    /** Entries of the deltas still kept once the parts before {@code next} in {@code order} have absorbed all. */
+    private static long keptDeltaEntries(
+            List<IndexManifest.Part> base, List<IndexManifest.Delta> deltas, List<Integer> order, int next) {
+        long newest = deltas.get(deltas.size() - 1).generation();
+        long absorbedByAll = next >= order.size()
+                ? newest
+                : Math.min(newest, base.get(order.get(next)).absorbed());
+        return deltas.stream()
+                .filter(d -> d.generation() > absorbedByAll)
+                .mapToLong(IndexManifest.Delta::entries)
+                .sum();
+    }
+
+    /** One part with its pending entries laid over it, written as a new file (kept on local disk too). */
+    private IndexManifest.Part fold(
+            IndexManifest.Part before, IndexEntries.Builder newer, String path, long generation) {
+        if (newer.size() == 0) {
+            return new IndexManifest.Part(
+                    before.path(), before.length(), before.footer(), before.entries(), generation);
+        }
+        IndexEntries old = before.path() == null ? IndexEntries.EMPTY : reads.readAll(before);
+        IndexEntries folded = old.overlay(newer.build(), false);
+        if (folded.size() == 0) {
+            return new IndexManifest.Part(null, 0, 0, 0, generation);
+        }
+        return writePart(io, reads, path, folded, generation);
+    }
+
+    private static IndexManifest.Part writePart(
+            FileIO io, PartReads reads, String path, IndexEntries entries, long generation) {
+        byte[] bytes = PartFile.encode(entries);
+        try (var out = io.newOutputFile(path).createOrOverwrite()) {
+            out.write(bytes);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("could not write key index part " + path, e);
+        }
+        reads.keep(path, bytes);
+        return new IndexManifest.Part(path, bytes.length, PartFile.footerBytes(bytes), entries.size(), generation);
+    }
+
+    /**
      * Writes entries to a file of the index's folder named {@code name} (the parallel export load's
-     * workers' fragments and the parts built from them); returns its size in storage.
+     * workers' fragments), read whole; returns its size in storage.
      */
     public static long writeFile(Table table, String name, IndexEntries entries) {
         return IndexFile.write(table.io(), directory(table) + name, entries);
+    }
+
+    /** Writes a part of the index (the parallel export load's index groups) named {@code name}. */
+    public static IndexManifest.Part writePart(Table table, String name, IndexEntries entries) {
+        return writePart(table.io(), new PartReads(table.io(), new IndexCache(0)), directory(table) + name, entries, 0);
+    }
+
+    /** The part a part that has no entries yet is. */
+    public static IndexManifest.Part emptyPart() {
+        return new IndexManifest.Part(null, 0, 0, 0, 0);
     }
 
     /** The location a file named by {@link #writeFile} gets. */
@@ -327,19 +446,34 @@ public final class KeyIndex {
         return directory(table) + name;
     }
 
-    /** Reads a file of entries; a missing or damaged one throws {@link DamagedIndexException}. */
+    /** Reads a file of entries written by {@link #writeFile}; a missing or damaged one throws {@link DamagedIndexException}. */
     public static IndexEntries readFile(Table table, String location) {
         return IndexFile.read(table.io(), location);
     }
 
+    /** Every entry of a part (tests compare parts with the table). */
+    public IndexEntries readPart(int part) {
+        IndexManifest.Part p = manifest.base().get(part);
+        return p.path() == null ? IndexEntries.EMPTY : reads.readAll(p);
+    }
+
     /**
-     * Writes the manifest of an index made of these parts' base files (null for an empty part) and
-     * no deltas, built outside a merge (the parallel export load); returns the manifest's location,
-     * for a commit's summary as {@link PipelineProperties#KEY_INDEX}.
+     * Writes the manifest of an index made of these parts and no deltas, built outside a merge (the
+     * parallel export load); returns the manifest's location, for a commit's summary as
+     * {@link PipelineProperties#KEY_INDEX}.
      */
-    public static String writeManifest(Table table, List<String> base, long entries, long bytes) {
+    public static String writeManifest(Table table, List<IndexManifest.Part> base) {
         String path = directory(table) + UUID.randomUUID() + "-manifest.json";
-        new IndexManifest(1, base.size(), new ArrayList<>(base), List.of(), entries, 0, bytes).write(table.io(), path);
+        new IndexManifest(
+                        IndexManifest.FORMAT,
+                        base.size(),
+                        new ArrayList<>(base),
+                        List.of(),
+                        0,
+                        base.stream().mapToLong(IndexManifest.Part::entries).sum(),
+                        0,
+                        base.stream().mapToLong(IndexManifest.Part::length).sum())
+                .write(table.io(), path);
         return path;
     }
 
@@ -357,16 +491,16 @@ public final class KeyIndex {
         private final Table table;
         private final String prefix;
         private final IndexCache cache;
-        private final List<String> base;
+        private final PartReads reads;
+        private final List<IndexManifest.Part> base;
         private final List<String> written = new ArrayList<>();
-        private long entries;
-        private long bytes;
 
         private Build(Table table, int parts, IndexCache cache) {
             this.table = table;
             this.prefix = directory(table) + UUID.randomUUID() + "-part-";
             this.cache = cache;
-            this.base = new ArrayList<>(Collections.nCopies(parts, (String) null));
+            this.reads = new PartReads(table.io(), cache);
+            this.base = new ArrayList<>(Collections.nCopies(parts, emptyPart()));
         }
 
         /** Writes one part's entries (live rows only); a part never written stays empty. */
@@ -375,13 +509,10 @@ public final class KeyIndex {
                 return;
             }
             String path = prefix + part + ".bin";
-            long size = IndexFile.write(table.io(), path, partEntries);
-            cache.put(path, partEntries);
+            IndexManifest.Part written = KeyIndex.writePart(table.io(), reads, path, partEntries, 0);
             synchronized (this) {
-                base.set(part, path);
-                written.add(path);
-                entries += partEntries.size();
-                bytes += size;
+                base.set(part, written);
+                this.written.add(path);
             }
         }
 
@@ -393,7 +524,14 @@ public final class KeyIndex {
         /** The index the parts make, to look keys up in and to commit through {@link #withChanges}. */
         public synchronized KeyIndex finish() {
             IndexManifest m = new IndexManifest(
-                    1, base.size(), new ArrayList<>(base), List.of(), entries, 0, bytes); // null: an empty part
+                    IndexManifest.FORMAT,
+                    base.size(),
+                    new ArrayList<>(base),
+                    List.of(),
+                    0,
+                    base.stream().mapToLong(IndexManifest.Part::entries).sum(),
+                    0,
+                    base.stream().mapToLong(IndexManifest.Part::length).sum());
             return new KeyIndex(table.io(), "(rebuilt, not committed yet)", m, cache);
         }
     }
@@ -403,17 +541,6 @@ public final class KeyIndex {
         List<String> files = new ArrayList<>(written);
         files.add(manifestPath);
         return new Written(manifestPath, files);
-    }
-
-    /** Size of the parts in storage (a fold keeps parts it did not touch, whose sizes the manifest does not keep). */
-    private static long sizeOf(FileIO io, List<String> base) {
-        long bytes = 0;
-        for (String p : base) {
-            if (p != null) {
-                bytes += io.newInputFile(p).getLength();
-            }
-        }
-        return bytes;
     }
 
     static String directory(Table table) {

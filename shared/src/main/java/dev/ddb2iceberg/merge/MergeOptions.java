@@ -2,6 +2,7 @@ package dev.ddb2iceberg.merge;
 
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.Settings;
+import dev.ddb2iceberg.index.DiskCache;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.lookup.IndexLookup;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
@@ -19,6 +20,7 @@ import java.util.concurrent.ExecutorService;
  * @param keyIndex find live rows through the key index (true) or by reading key columns (false)
  * @param keyIndexParts parts a new key index spreads its keys over
  * @param keyIndexCacheBytes memory a warm merger may keep index files in between runs
+ * @param keyIndexDiskCacheBytes local disk ({@code /tmp}) a warm merger may keep index parts on; 0: none
  * @param rewriteFilesBelowBytes data files smaller than this in the partitions a merge writes to are folded
  *     into its new files (their live rows move; the old files are dropped), touched or not; 0: never
  *     (see {@link SmallFileRewrite})
@@ -34,6 +36,7 @@ public record MergeOptions(
         boolean keyIndex,
         int keyIndexParts,
         long keyIndexCacheBytes,
+        long keyIndexDiskCacheBytes,
         long rewriteFilesBelowBytes,
         long rewriteBytesPerMerge,
         boolean waitForInitialLoad) {
@@ -61,6 +64,7 @@ public record MergeOptions(
             true,
             64,
             IndexCache.defaultBudget(),
+            DiskCache.defaultBudget(),
             REWRITE_BELOW_BYTES,
             REWRITE_BYTES_PER_MERGE,
             false);
@@ -77,6 +81,7 @@ public record MergeOptions(
                 keyIndex,
                 env.positiveInt(Settings.KEY_INDEX_PARTS),
                 env.positiveLong(Settings.KEY_INDEX_CACHE_MB, DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
+                env.nonNegativeLong(Settings.KEY_INDEX_DISK_CACHE_MB, DEFAULTS.keyIndexDiskCacheBytes() >> 20) << 20,
                 env.nonNegativeLong(
                         Settings.REWRITE_FILES_BELOW_BYTES,
                         continuous ? CONTINUOUS_REWRITE_BELOW_BYTES : DEFAULTS.rewriteFilesBelowBytes()),
@@ -95,6 +100,7 @@ public record MergeOptions(
                 keyIndex,
                 keyIndexParts,
                 keyIndexCacheBytes,
+                keyIndexDiskCacheBytes,
                 rewriteFilesBelowBytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
@@ -109,12 +115,13 @@ public record MergeOptions(
                 on,
                 keyIndexParts,
                 keyIndexCacheBytes,
+                keyIndexDiskCacheBytes,
                 rewriteFilesBelowBytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
     }
 
-    /** With no cache: every run reads the index from storage, as a new container does. */
+    /** With no cache, in memory or on disk: every run reads the index from storage, as a new container does. */
     public MergeOptions withoutKeyIndexCache() {
         return new MergeOptions(
                 maxChanges,
@@ -123,6 +130,7 @@ public record MergeOptions(
                 ioThreads,
                 keyIndex,
                 keyIndexParts,
+                0,
                 0,
                 rewriteFilesBelowBytes,
                 rewriteBytesPerMerge,
@@ -138,6 +146,7 @@ public record MergeOptions(
                 keyIndex,
                 keyIndexParts,
                 keyIndexCacheBytes,
+                keyIndexDiskCacheBytes,
                 bytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
@@ -152,6 +161,7 @@ public record MergeOptions(
                 keyIndex,
                 keyIndexParts,
                 keyIndexCacheBytes,
+                keyIndexDiskCacheBytes,
                 rewriteFilesBelowBytes,
                 bytes,
                 waitForInitialLoad);
@@ -162,7 +172,9 @@ public record MergeOptions(
         if (!keyIndex) {
             return new ScanLookup(pool);
         }
-        IndexCache cache = keyIndexCacheBytes == 0 ? new IndexCache(0) : IndexCache.shared(keyIndexCacheBytes);
+        IndexCache cache = keyIndexCacheBytes == 0
+                ? new IndexCache(0)
+                : IndexCache.shared(keyIndexCacheBytes, keyIndexDiskCacheBytes);
         return new IndexLookup(pool, cache, keyIndexParts, keyIndexBuildBytes());
     }
 

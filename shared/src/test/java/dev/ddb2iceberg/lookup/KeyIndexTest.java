@@ -11,8 +11,11 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.function.MergerSettings;
+import dev.ddb2iceberg.index.DiskCache;
 import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
+import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.maintenance.Maintenance;
@@ -45,6 +48,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
@@ -395,74 +399,172 @@ class KeyIndexTest {
     }
 
     @Test
-    void deltasPastTheLimitAreFoldedIntoTheParts() {
-        KeyedWorkload w = new KeyedWorkload(15, 150);
-        for (int run = 0; run < KeyIndex.MAX_DELTAS + 2; run++) {
-            stage(w.next(40));
-            merge();
-        }
-        var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(1 << 20))
-                .manifest();
-        assertTrue(manifest.deltas().size() < KeyIndex.MAX_DELTAS, "deltas were folded: " + manifest);
-        assertIndexAgreesWithScan(w, 160);
-        assertTableEqualsModel();
-    }
-
-    @Test
-    void deltasAreMergedIntoOneUntilTheyHoldTwoPercentOfThePartsAndOnlyThenFolded() {
-        // Merges that fold no small files: each delta then holds exactly the merge's one change.
+    void eachMergeFoldsOnePartSoNoMergeRewritesTheWholeIndexAndDeltasStayFew() {
+        // Merges that fold no small files: each delta then holds exactly the merge's changes.
         env.put("REWRITE_FILES_BELOW_BYTES", "0");
         configure();
-        KeyedWorkload w = new KeyedWorkload(23, 4000);
-        stage(w.next(4000));
+        KeyedWorkload w = new KeyedWorkload(15, 3000);
+        stage(w.next(3000));
         merge();
-        var first = currentManifest();
-        long baseEntries = first.baseEntries();
-        assertTrue(baseEntries > 1000, "the first merge built the parts: " + first);
-        for (int run = 1; run <= KeyIndex.MAX_DELTAS + 1; run++) { // one change a merge: far below 2% of the parts
-            stage(w.next(1));
+        IndexManifest previous = currentManifest();
+        assertTrue(previous.deltas().isEmpty(), "the first merge built the parts: " + previous);
+        int parts = previous.parts();
+        int perMerge = (parts + KeyIndex.FOLD_WINDOW - 1) / KeyIndex.FOLD_WINDOW;
+        for (int run = 1; run <= parts + 3; run++) {
+            stage(w.next(40));
             merge();
+            IndexManifest now = currentManifest();
+            int rewritten = 0;
+            for (int p = 0; p < parts; p++) {
+                if (!Objects.equals(
+                        previous.base().get(p).path(), now.base().get(p).path())) {
+                    rewritten++;
+                }
+            }
+            assertTrue(rewritten <= perMerge, "merge " + run + " rewrote " + rewritten + " of " + parts + " parts");
+            assertTrue(
+                    now.deltas().size() <= parts,
+                    "every part absorbs the deltas within " + parts + " merges, so no more are kept: " + now);
+            long oldest = now.base().stream()
+                    .mapToLong(IndexManifest.Part::absorbed)
+                    .min()
+                    .orElseThrow();
+            assertTrue(
+                    now.deltas().stream().allMatch(d -> d.generation() > oldest),
+                    "a delta every part absorbed is dropped: " + now);
+            previous = now;
         }
-        var merged = currentManifest();
-        assertEquals(1, merged.deltas().size(), "past 16 deltas they were merged into one: " + merged);
-        assertEquals(first.base(), merged.base(), "no part was rewritten");
-        assertIndexAgreesWithScan(w, 4100);
-        // Enough changes to pass 2% of the parts: the next time deltas pile up, they are folded.
-        stage(w.next((int) (KeyIndex.FOLD_SHARE * baseEntries) + 50));
-        merge();
-        for (int run = 1; run < KeyIndex.MAX_DELTAS; run++) {
-            stage(w.next(1));
-            merge();
-        }
-        var folded = currentManifest();
-        assertTrue(
-                folded.deltas().size() < KeyIndex.MAX_DELTAS && !folded.base().equals(first.base()),
-                "the deltas were folded into the parts: " + folded);
-        assertIndexAgreesWithScan(w, 4100);
+        assertIndexAgreesWithScan(w, 3100);
+        assertIndexAgreesWithScan(w, 3100, new IndexLookup(pool, new IndexCache(0), 8, 64L << 20));
         assertTableEqualsModel();
     }
 
     @Test
-    void aLookupCountsTheIndexBytesItReadsFromStorageAndNoneItFoundInTheCache() {
-        KeyedWorkload w = new KeyedWorkload(19, 300);
-        for (int run = 0; run < 3; run++) {
-            stage(w.next(250));
+    void blockReadsAgreeWithWholePartReadsAndTheScanWithACacheFarSmallerThanTheIndex() {
+        KeyedWorkload w = new KeyedWorkload(24, 20_000);
+        stage(w.next(20_000));
+        merge();
+        for (int run = 0; run < 4; run++) {
+            stage(w.next(2_000));
             merge();
+            if (run == 1) {
+                new Maintenance(table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/", Clock.systemUTC())
+                        .run(EnumSet.of(MaintenanceTask.COMPACT, MaintenanceTask.EXPIRE), false);
+            }
+            // 4 KB of cache for an index of hundreds of KB: nearly every block comes from storage.
+            assertIndexAgreesWithScan(w, 20_500, new IndexLookup(pool, new IndexCache(4 << 10), 8, 64L << 20));
         }
+        IndexCache small = new IndexCache(4 << 10);
+        KeyIndex index = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), small);
         TableLayout layout = TableLayout.of(table());
-        List<byte[]> everyKey = new ArrayList<>(); // keys of every part
-        for (int i = 0; i < 300; i++) {
-            everyKey.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = 0; i < 20_500; i++) {
+            keys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
+        }
+        Map<IndexEntries.ByteKey, IndexEntries.Entry> byBlocks = index.lookup(keys, pool);
+        // The same answer from each part read whole, under the deltas its part has not absorbed.
+        IndexManifest m = index.manifest();
+        List<IndexEntries> parts = new ArrayList<>();
+        for (int p = 0; p < m.parts(); p++) {
+            parts.add(index.readPart(p));
+        }
+        List<IndexEntries> deltas = new ArrayList<>();
+        for (IndexManifest.Delta d : m.deltas()) {
+            deltas.add(KeyIndex.readFile(table(), d.path()));
+        }
+        List<String> differences = new ArrayList<>();
+        for (byte[] key : keys) {
+            int p = IndexKeys.part(key, m.parts());
+            IndexEntries.Entry whole = null;
+            for (int d = m.deltas().size() - 1; d >= 0 && whole == null; d--) {
+                if (m.deltas().get(d).generation() > m.base().get(p).absorbed()) {
+                    whole = deltas.get(d).find(key);
+                }
+            }
+            if (whole == null) {
+                whole = parts.get(p).find(key);
+            }
+            IndexEntries.Entry block = byBlocks.get(new IndexEntries.ByteKey(key));
+            String expected = whole == null || whole.isTombstone() ? "none" : whole.file() + "@" + whole.position();
+            String actual = block == null ? "none" : block.file() + "@" + block.position();
+            if (!expected.equals(actual)) {
+                differences.add(expected + " vs " + actual);
+            }
+        }
+        assertTrue(
+                differences.isEmpty(),
+                () -> differences.size() + " keys differ (whole part vs blocks), e.g. "
+                        + differences.subList(0, Math.min(3, differences.size())));
+        assertTableEqualsModel();
+    }
+
+    @Test
+    void aLookupReadsOnlyTheBlocksOfItsKeysAndASecondReadsNothingFromStorage() throws IOException {
+        KeyedWorkload w = new KeyedWorkload(19, 20_000);
+        stage(w.next(20_000));
+        merge();
+        TableLayout layout = TableLayout.of(table());
+        List<byte[]> tenKeys = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            tenKeys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
         }
         IndexCache cache = new IndexCache(Long.MAX_VALUE);
         KeyIndex index = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), cache);
-        index.lookup(everyKey, pool);
-        assertEquals(index.manifest().bytes(), cache.bytesRead(), "a cold lookup of every part reads every file once");
-        index.lookup(everyKey, pool);
-        assertEquals(index.manifest().bytes(), cache.bytesRead(), "a second lookup reads nothing more");
+        List<List<Object>> held = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            held.add(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false)));
+        }
+        int inTable = new ScanLookup(pool)
+                .find(table(), layout, table().currentSnapshot().snapshotId(), held)
+                .rows()
+                .size();
+        assertTrue(inTable > 0, "the workload left some of the ten keys in the table");
+        assertEquals(inTable, index.lookup(tenKeys, pool).size(), "every key the table holds is found");
+        long read = cache.bytesRead();
+        assertTrue(
+                read > 0 && read < index.manifest().bytes() / 2,
+                "ten keys read their blocks and the footers, not the parts: " + read + " of "
+                        + index.manifest().bytes() + " bytes");
+        index.lookup(tenKeys, pool);
+        assertEquals(read, cache.bytesRead(), "a second lookup reads nothing more");
+
+        // A merger that wrote the parts keeps them on disk: its lookups then read nothing from storage.
+        IndexCache withDisk = new IndexCache(0, new DiskCache(dir.resolve("disk-cache"), 1L << 30));
+        KeyIndex.Build build = KeyIndex.newBuild(table(), index.manifest().parts(), withDisk);
+        for (int p = 0; p < index.manifest().parts(); p++) {
+            build.writePart(p, index.readPart(p));
+        }
+        KeyIndex written = build.finish();
+        assertEquals(
+                index.lookup(tenKeys, pool).keySet(),
+                written.lookup(tenKeys, pool).keySet());
+        assertEquals(0, withDisk.bytesRead(), "footers and blocks came from the disk cache, not storage");
+        assertTrue(withDisk.diskBytesRead() > 0, "the disk cache was read");
+        // A damaged local copy is noticed by its checks and read again from storage, not believed.
+        for (java.nio.file.Path f :
+                java.nio.file.Files.list(dir.resolve("disk-cache")).toList()) {
+            byte[] b = java.nio.file.Files.readAllBytes(f);
+            for (int i = 0; i < b.length; i += 7) {
+                b[i] ^= 0x5A;
+            }
+            java.nio.file.Files.write(f, b);
+        }
+        assertEquals(
+                described(index.lookup(tenKeys, pool)),
+                described(written.lookup(tenKeys, pool)),
+                "the same entries, from storage");
+        assertTrue(withDisk.bytesRead() > 0, "read from storage once the local copies failed their checks");
+        assertTrue(withDisk.diskBytesRead() > 0, "the disk cache was read");
     }
 
-    private dev.ddb2iceberg.index.IndexManifest currentManifest() {
+    /** Entries as "file@position#sequence" by key (entries hold arrays, which compare by identity). */
+    private static Map<IndexEntries.ByteKey, String> described(Map<IndexEntries.ByteKey, IndexEntries.Entry> found) {
+        Map<IndexEntries.ByteKey, String> out = new HashMap<>();
+        found.forEach((k, e) -> out.put(k, e.file() + "@" + e.position() + "#" + e.sequence()));
+        return out;
+    }
+
+    private IndexManifest currentManifest() {
         return KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0))
                 .manifest();
     }
@@ -472,23 +574,27 @@ class KeyIndexTest {
         KeyedWorkload w = new KeyedWorkload(18, 150);
         stage(w.next(150));
         merge();
-        for (int run = 1; run <= KeyIndex.MAX_DELTAS; run++) {
+        for (int run = 1; run <= 3; run++) {
             stage(w.next(20));
             merge();
         }
-        // The next merge folds the deltas; its own one change reads a single part, so lose another.
-        Change next = w.upsert(3, Operation.MODIFY);
-        TableLayout layout = TableLayout.of(table());
-        int itsPart = IndexKeys.part(IndexKeys.encode(layout.keyOf(next)), 8);
-        var manifest = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0))
-                .manifest();
-        assertEquals(KeyIndex.MAX_DELTAS, manifest.deltas().size(), "the next merge folds");
-        String lost = null;
-        for (int p = 0; p < manifest.parts() && lost == null; p++) {
-            if (p != itsPart && manifest.base().get(p) != null) {
-                lost = manifest.base().get(p);
+        // The next merge folds the part that absorbed the fewest deltas; its one change reads another part.
+        IndexManifest manifest = currentManifest();
+        int victim = 0;
+        for (int p = 1; p < manifest.parts(); p++) {
+            if (manifest.base().get(p).absorbed() < manifest.base().get(victim).absorbed()) {
+                victim = p;
             }
         }
+        TableLayout layout = TableLayout.of(table());
+        Change next = null;
+        for (int i = 0; next == null; i++) {
+            Change c = w.upsert(i, Operation.MODIFY);
+            if (IndexKeys.part(IndexKeys.encode(layout.keyOf(c)), manifest.parts()) != victim) {
+                next = c;
+            }
+        }
+        String lost = manifest.base().get(victim).path();
         table().io().deleteFile(lost);
         stage(List.of(next));
         String missing = lost;

@@ -11,6 +11,7 @@ import dev.ddb2iceberg.export.ExportLines;
 import dev.ddb2iceberg.export.ExportManifest;
 import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
+import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.merge.MergeOptions;
@@ -140,7 +141,11 @@ public final class ParallelExportLoad {
     /** What an index step wrote, kept as {@code index/g<g>.json}. */
     /** @param attempts the worker attempt each work item's entries came from (the commit checks they are the ones it commits) */
     public record GroupDone(
-            int group, Map<Integer, String> parts, long entries, long bytes, Map<Integer, String> attempts) {}
+            int group,
+            Map<Integer, IndexManifest.Part> parts,
+            long entries,
+            long bytes,
+            Map<Integer, String> attempts) {}
 
     /** What a worker did, for the state machine (small: the map's results are kept in its state). */
     public record WorkResult(int work, long items, long rows, long skipped, int dataFiles, long millis) {}
@@ -482,7 +487,7 @@ public final class ParallelExportLoad {
                 parts.get(IndexKeys.part(e.key(), plan.indexParts())).add(e);
             }
         }
-        Map<Integer, String> written = new HashMap<>();
+        Map<Integer, IndexManifest.Part> written = new HashMap<>();
         long entries = 0;
         long bytes = 0;
         String attempt = UUID.randomUUID().toString().substring(0, 8);
@@ -493,8 +498,9 @@ public final class ParallelExportLoad {
                 continue;
             }
             String name = "load-" + loadId + "-" + attempt + "-part-" + part.getKey() + ".bin";
-            bytes += KeyIndex.writeFile(table, name, built);
-            written.put(part.getKey(), KeyIndex.fileLocation(table, name));
+            IndexManifest.Part file = KeyIndex.writePart(table, name, built);
+            bytes += file.length();
+            written.put(part.getKey(), file);
             entries += built.size();
         }
         Map<Integer, String> attempts = new HashMap<>();
@@ -571,8 +577,8 @@ public final class ParallelExportLoad {
         if (plan.indexGroups() > 0) {
             Snapshot now = table.currentSnapshot();
             if (now == null || totalRecords(now) == 0) {
-                List<String> base = new ArrayList<>(Collections.nCopies(plan.indexParts(), (String) null));
-                long bytes = 0;
+                List<IndexManifest.Part> base =
+                        new ArrayList<>(Collections.nCopies(plan.indexParts(), KeyIndex.emptyPart()));
                 for (int g = 0; g < plan.indexGroups(); g++) {
                     GroupDone group = LoadFiles.readJson(
                             table,
@@ -590,13 +596,12 @@ public final class ParallelExportLoad {
                     }
                     group.parts().forEach(base::set);
                     indexEntries += group.entries();
-                    bytes += group.bytes();
                 }
                 if (indexEntries != rows) {
                     throw new IllegalStateException("The key index of load " + loadId + " holds " + indexEntries
                             + " entries but the workers wrote " + rows + " rows: nothing was committed.");
                 }
-                summary.put(PipelineProperties.KEY_INDEX, KeyIndex.writeManifest(table, base, indexEntries, bytes));
+                summary.put(PipelineProperties.KEY_INDEX, KeyIndex.writeManifest(table, base));
             }
         }
         // A row delta that only adds rows: unlike a plain append, it refuses (ValidationException) when

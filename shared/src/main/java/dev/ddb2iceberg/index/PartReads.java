@@ -1,0 +1,199 @@
+package dev.ddb2iceberg.index;
+
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.iceberg.exceptions.NotFoundException;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.RangeReadable;
+import org.apache.iceberg.io.SeekableInputStream;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+
+/**
+ * Reads parts of the key index ({@link PartFile}) through the cache's tiers: memory, then the
+ * local disk, then a ranged GET of just the bytes needed. Damage is told from a passing network
+ * error by the object itself: when a read fails and the object is missing or not the length the
+ * manifest recorded, the index is damaged ({@link DamagedIndexException}: the merge rebuilds it);
+ * otherwise the error passes (the run fails and the next one reads again).
+ */
+final class PartReads {
+    /**
+     * Threads for block reads: a merge reads a block per key, each a small GET whose time is S3's
+     * latency, not bandwidth, so many run at once (more than the merge's own pool of CPU work).
+     */
+    static final ExecutorService BLOCK_READS = Executors.newFixedThreadPool(32, daemon("key-index-read-"));
+
+    private final FileIO io;
+    private final IndexCache cache;
+
+    PartReads(FileIO io, IndexCache cache) {
+        this.io = io;
+        this.cache = cache;
+    }
+
+    /** The part's footer, from the cache, the disk cache, or one (rarely two) ranged GETs of its end. */
+    PartFile.Footer footer(IndexManifest.Part part) {
+        return cache.footer(part.path(), location -> {
+            DiskCache disk = cache.disk();
+            if (disk != null) {
+                try {
+                    PartFile.Footer local = readFooter(part, (offset, n) -> {
+                        byte[] b = disk.read(location, offset, n);
+                        if (b == null) {
+                            throw new NotKeptLocally();
+                        }
+                        cache.recordDiskRead(n);
+                        return b;
+                    });
+                    return local;
+                } catch (NotKeptLocally notKept) {
+                    // read from storage below
+                } catch (DamagedIndexException damagedOnDisk) {
+                    disk.remove(location);
+                }
+            }
+            return readFooter(part, (offset, n) -> range(location, part.length(), offset, n));
+        });
+    }
+
+    private interface Ranges {
+        byte[] read(long offset, int length);
+    }
+
+    /** Thrown when the disk cache does not hold a part: it is then read from storage. */
+    private static final class NotKeptLocally extends RuntimeException {
+        NotKeptLocally() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** Reads the footer and tail the manifest says end the part, in one read (two if it says wrong). */
+    private static PartFile.Footer readFooter(IndexManifest.Part part, Ranges ranges) {
+        int n = (int) Math.min(part.length(), Math.max(PartFile.TAIL_BYTES, part.footer()));
+        byte[] tail = ranges.read(part.length() - n, n);
+        PartFile.Footer footer = PartFile.footer(part.path(), part.length(), tail);
+        if (footer == null) {
+            int whole = PartFile.footerLength(part.path(), part.length(), tail) + PartFile.TAIL_BYTES;
+            footer = PartFile.footer(part.path(), part.length(), ranges.read(part.length() - whole, whole));
+        }
+        return footer;
+    }
+
+    /**
+     * The entries of {@code keys} (sorted, all falling in {@code block}) in that block. Bytes from
+     * the memory or disk cache that fail their checks are dropped and read again from storage.
+     */
+    List<IndexEntries.Entry> find(PartFile.Footer footer, int block, List<byte[]> keys) {
+        byte[] held = cache.block(footer.location, block);
+        if (held != null) {
+            return PartFile.find(footer, block, held, 0, keys);
+        }
+        DiskCache disk = cache.disk();
+        byte[] local = disk == null ? null : disk.read(footer.location, footer.offset(block), footer.length(block));
+        if (local != null) {
+            try {
+                List<IndexEntries.Entry> found = PartFile.find(footer, block, local, 0, keys);
+                cache.recordDiskRead(local.length);
+                cache.putBlock(footer.location, block, local);
+                return found;
+            } catch (DamagedIndexException damagedOnDisk) {
+                disk.remove(footer.location); // the local copy went bad; storage's is checked below
+            }
+        }
+        byte[] stored = range(footer.location, footer.length, footer.offset(block), footer.length(block));
+        List<IndexEntries.Entry> found = PartFile.find(footer, block, stored, 0, keys);
+        cache.putBlock(footer.location, block, stored);
+        return found;
+    }
+
+    /** Every entry of a part (a fold rewrites it): from the disk cache, else one GET of the whole file. */
+    IndexEntries readAll(IndexManifest.Part part) {
+        PartFile.Footer footer = footer(part);
+        DiskCache disk = cache.disk();
+        byte[] local = disk == null ? null : disk.readAll(part.path());
+        if (local != null && local.length == part.length()) {
+            try {
+                IndexEntries all = PartFile.readAll(footer, local);
+                cache.recordDiskRead(local.length);
+                return all;
+            } catch (DamagedIndexException damagedOnDisk) {
+                disk.remove(part.path());
+            }
+        }
+        if (part.length() > Integer.MAX_VALUE - 16) {
+            throw new IllegalStateException("key index part " + part.path() + " is " + part.length()
+                    + " bytes, more than one read can hold: rebuild the index with more KEY_INDEX_PARTS");
+        }
+        return PartFile.readAll(footer, range(part.path(), part.length(), 0, (int) part.length()));
+    }
+
+    /** Keeps a part this container just wrote on local disk, so its lookups and next fold need no GET. */
+    void keep(String location, byte[] bytes) {
+        DiskCache disk = cache.disk();
+        if (disk != null) {
+            disk.put(location, bytes);
+        }
+    }
+
+    /** {@code length} bytes at {@code offset} of a file of {@code fileLength} bytes, in one ranged GET. */
+    byte[] range(String location, long fileLength, long offset, int length) {
+        byte[] buf = new byte[length];
+        try (SeekableInputStream in = io.newInputFile(location, fileLength).newStream()) {
+            if (in instanceof RangeReadable ranged) {
+                ranged.readFully(offset, buf, 0, length);
+            } else {
+                in.seek(offset);
+                new DataInputStream(in).readFully(buf);
+            }
+            cache.recordRead(length);
+            return buf;
+        } catch (NotFoundException missing) {
+            throw new DamagedIndexException(location + " is missing");
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                throw new DamagedIndexException(location + " is missing");
+            }
+            throw damagedOr(location, fileLength, e);
+        } catch (EOFException truncated) {
+            throw new DamagedIndexException(location + " is shorter than the manifest says (truncated)");
+        } catch (IOException | RuntimeException e) {
+            throw damagedOr(location, fileLength, e);
+        }
+    }
+
+    /** The error a failed read means: damage when the object is gone or another length, else itself. */
+    private RuntimeException damagedOr(String location, long fileLength, Exception e) {
+        long actual;
+        try {
+            actual = io.newInputFile(location).getLength();
+        } catch (NotFoundException missing) {
+            return new DamagedIndexException(location + " is missing");
+        } catch (RuntimeException unknown) {
+            if (unknown instanceof S3Exception s3 && s3.statusCode() == 404) {
+                return new DamagedIndexException(location + " is missing");
+            }
+            return e instanceof RuntimeException r ? r : new UncheckedIOException((IOException) e);
+        }
+        if (actual != fileLength) {
+            return new DamagedIndexException(location + " is " + actual + " bytes, but the manifest says " + fileLength
+                    + " (truncated or replaced)");
+        }
+        return e instanceof RuntimeException r
+                ? r
+                : new UncheckedIOException("could not read key index part " + location, (IOException) e);
+    }
+
+    private static java.util.concurrent.ThreadFactory daemon(String prefix) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, prefix + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}
