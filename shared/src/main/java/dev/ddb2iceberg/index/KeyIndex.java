@@ -201,10 +201,7 @@ public final class KeyIndex {
      * throws {@link DamagedIndexException}.
      */
     public Map<IndexEntries.ByteKey, IndexEntries.Entry> lookup(Collection<byte[]> keys, ExecutorService pool) {
-        List<IndexEntries> deltas = new ArrayList<>();
-        for (IndexManifest.Delta delta : manifest.deltas()) {
-            deltas.add(load(delta.path()));
-        }
+        List<IndexEntries> deltas = loadDeltas();
         Map<IndexEntries.ByteKey, IndexEntries.Entry> found = new HashMap<>();
         Map<Integer, List<byte[]>> inParts = new TreeMap<>(); // keys no delta decides, by part
         for (byte[] key : keys) {
@@ -259,6 +256,17 @@ public final class KeyIndex {
         return found;
     }
 
+    /** Every delta, oldest first, read in parallel (a new container reads up to about 64 small files). */
+    private List<IndexEntries> loadDeltas() {
+        List<Future<IndexEntries>> loads = new ArrayList<>();
+        for (IndexManifest.Delta delta : manifest.deltas()) {
+            loads.add(PartReads.BLOCK_READS.submit(() -> load(delta.path())));
+        }
+        List<IndexEntries> deltas = new ArrayList<>();
+        loads.forEach(f -> deltas.add(Futures.join(f, "reading the key index's deltas")));
+        return deltas;
+    }
+
     private IndexEntries load(String path) {
         return cache.get(path, p -> IndexFile.read(io, p, cache::recordRead));
     }
@@ -282,8 +290,7 @@ public final class KeyIndex {
         int parts = manifest.parts();
         List<IndexManifest.Part> base = new ArrayList<>(manifest.base());
         List<IndexManifest.Delta> deltas = new ArrayList<>(manifest.deltas());
-        List<IndexEntries> layers = new ArrayList<>();
-        deltas.forEach(d -> layers.add(load(d.path())));
+        List<IndexEntries> layers = loadDeltas();
         // An empty index (a new table's) gets its parts at once, not a delta over nothing.
         boolean empty = manifest.baseEntries() == 0 && deltas.isEmpty();
         List<Integer> fold = new ArrayList<>();
