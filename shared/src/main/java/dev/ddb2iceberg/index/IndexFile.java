@@ -40,13 +40,7 @@ final class IndexFile {
             ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
             writeInt(buf, MAGIC);
             Varints.write(buf, entries.size());
-            String[] files = entries.files();
-            Varints.write(buf, files.length);
-            for (String f : files) {
-                byte[] b = f.getBytes(StandardCharsets.UTF_8);
-                Varints.write(buf, b.length);
-                buf.writeBytes(b);
-            }
+            writeFileTable(buf, entries.files());
             for (int i = 0; i < entries.size(); i++) {
                 byte[] key = entries.key(i);
                 Varints.write(buf, key.length);
@@ -67,6 +61,16 @@ final class IndexFile {
             throw new UncheckedIOException("could not write key index file " + location, e);
         }
         return raw.count;
+    }
+
+    /** The data file table entries point into: a count, then each location's length and UTF-8 bytes. */
+    static void writeFileTable(ByteArrayOutputStream out, String[] files) {
+        Varints.write(out, files.length);
+        for (String f : files) {
+            byte[] b = f.getBytes(StandardCharsets.UTF_8);
+            Varints.write(out, b.length);
+            out.writeBytes(b);
+        }
     }
 
     /** Counts the bytes that pass, for the size of a file just written. */

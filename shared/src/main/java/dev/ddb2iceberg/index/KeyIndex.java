@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.Snapshot;
@@ -290,55 +291,35 @@ public final class KeyIndex {
         int parts = manifest.parts();
         List<IndexManifest.Part> base = new ArrayList<>(manifest.base());
         List<IndexManifest.Delta> deltas = new ArrayList<>(manifest.deltas());
-        List<IndexEntries> layers = loadDeltas();
         // An empty index (a new table's) gets its parts at once, not a delta over nothing.
         boolean empty = manifest.baseEntries() == 0 && deltas.isEmpty();
-        List<Integer> fold = new ArrayList<>();
         if (empty) {
+            List<Integer> all = new ArrayList<>();
             for (int p = 0; p < parts; p++) {
-                fold.add(p);
+                all.add(p);
             }
+            Folded folded = foldParts(all, List.of(changes), List.of(generation), generation, dir + id, pool);
+            folded.parts().forEach(base::set);
+            written.addAll(folded.written());
         } else {
             String delta = dir + id + "-delta.bin";
             long length = IndexFile.write(io, delta, changes);
             cache.put(delta, changes);
             written.add(delta);
             deltas.add(new IndexManifest.Delta(delta, generation, changes.size(), length));
-            fold = partsToFold(base, deltas);
-        }
-        layers.add(changes);
-        List<IndexManifest.Delta> layerGenerations = new ArrayList<>(manifest.deltas());
-        layerGenerations.add(new IndexManifest.Delta(null, generation, changes.size(), 0));
-
-        // The pending entries of the parts folded, in one pass over the layers (oldest first: the newest entry wins).
-        Map<Integer, IndexEntries.Builder> pending = new HashMap<>();
-        fold.forEach(p -> pending.put(p, new IndexEntries.Builder()));
-        for (int l = 0; l < layers.size(); l++) {
-            IndexEntries layer = layers.get(l);
-            long layerGeneration = layerGenerations.get(l).generation();
-            String[] files = layer.files();
-            for (int i = 0; i < layer.size(); i++) {
-                byte[] key = layer.key(i);
-                int p = IndexKeys.part(key, parts);
-                IndexEntries.Builder b = pending.get(p);
-                if (b != null && layerGeneration > base.get(p).absorbed()) {
-                    int ref = layer.fileRef(i);
-                    b.add(key, ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
-                }
+            Folded folded;
+            if (ahead != null) {
+                // Folded while the merge ran, through the deltas before this one (which stays a delta).
+                folded = Futures.join(ahead, "folding key index deltas");
+            } else {
+                List<IndexEntries> layers = loadDeltas();
+                layers.add(changes);
+                List<Long> generations = new ArrayList<>();
+                deltas.forEach(d -> generations.add(d.generation()));
+                folded = foldParts(partsToFold(base, deltas), layers, generations, generation, dir + id, pool);
             }
-        }
-        List<Future<IndexManifest.Part>> folds = new ArrayList<>();
-        for (int p : fold) {
-            IndexManifest.Part before = base.get(p);
-            IndexEntries.Builder newer = pending.get(p);
-            String path = dir + id + "-part-" + p + ".bin";
-            if (newer.size() > 0) {
-                written.add(path);
-            }
-            folds.add(pool.submit(() -> fold(before, newer, path, generation)));
-        }
-        for (int i = 0; i < fold.size(); i++) {
-            base.set(fold.get(i), Futures.join(folds.get(i), "folding key index deltas"));
+            folded.parts().forEach(base::set);
+            written.addAll(folded.written());
         }
         long absorbedByAll =
                 base.stream().mapToLong(IndexManifest.Part::absorbed).min().orElse(generation);
@@ -351,6 +332,89 @@ public final class KeyIndex {
         IndexManifest next = new IndexManifest(
                 IndexManifest.FORMAT, parts, base, deltas, generation, baseEntries, deltaEntries, bytes);
         return finish(io, next, dir + id + "-manifest.json", written);
+    }
+
+    /** Folds done ahead of the commit run here, one at a time, beside the merge's own work. */
+    private static final ExecutorService FOLDS_AHEAD = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "key-index-fold-ahead");
+        t.setDaemon(true);
+        return t;
+    });
+
+    private Future<Folded> ahead; // this version's fold, started by foldAhead
+
+    /**
+     * Starts this commit's fold now, in the background, through the deltas this version already
+     * has, so it overlaps the merge's lookups and writes instead of adding to them (a part of 1/64
+     * of the index is 18 MB at 100M rows: 0.7 s on 2 cores). {@link #withChanges} then adds the
+     * commit's own changes as a delta and takes the folded parts, which absorbed everything before
+     * it. Called once the merge trusts this version; without it, withChanges folds itself.
+     */
+    public synchronized void foldAhead(Table table) {
+        if (ahead != null || manifest.deltas().isEmpty()) {
+            return;
+        }
+        String prefix = directory(table) + UUID.randomUUID();
+        List<Integer> fold = partsToFold(manifest.base(), manifest.deltas());
+        List<Long> generations = new ArrayList<>();
+        manifest.deltas().forEach(d -> generations.add(d.generation()));
+        ahead = FOLDS_AHEAD.submit(
+                () -> foldParts(fold, loadDeltas(), generations, manifest.generation(), prefix, null));
+    }
+
+    /** Parts folded (by part) and the files written for them. */
+    private record Folded(Map<Integer, IndexManifest.Part> parts, List<String> written) {}
+
+    /**
+     * Lays each listed part's pending entries (those of {@code layers} newer than the generation it
+     * absorbed; layers oldest first, so the newest entry of a key wins) over it, as new part files
+     * named {@code prefix-part-N.bin}; they have absorbed {@code generation}. {@code pool} null: one
+     * part after another in this thread.
+     */
+    private Folded foldParts(
+            List<Integer> fold,
+            List<IndexEntries> layers,
+            List<Long> layerGenerations,
+            long generation,
+            String prefix,
+            ExecutorService pool) {
+        int parts = manifest.parts();
+        List<IndexManifest.Part> base = manifest.base();
+        // The pending entries of the parts folded, in one pass over the layers.
+        Map<Integer, IndexEntries.Builder> pending = new HashMap<>();
+        fold.forEach(p -> pending.put(p, new IndexEntries.Builder()));
+        for (int l = 0; l < layers.size(); l++) {
+            IndexEntries layer = layers.get(l);
+            long layerGeneration = layerGenerations.get(l);
+            String[] files = layer.files();
+            for (int i = 0; i < layer.size(); i++) {
+                byte[] key = layer.key(i);
+                int p = IndexKeys.part(key, parts);
+                IndexEntries.Builder b = pending.get(p);
+                if (b != null && layerGeneration > base.get(p).absorbed()) {
+                    int ref = layer.fileRef(i);
+                    b.add(key, ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
+                }
+            }
+        }
+        Map<Integer, Future<IndexManifest.Part>> folds = new HashMap<>();
+        Map<Integer, IndexManifest.Part> done = new HashMap<>();
+        List<String> written = new ArrayList<>();
+        for (int p : fold) {
+            IndexManifest.Part before = base.get(p);
+            IndexEntries.Builder newer = pending.get(p);
+            String path = prefix + "-part-" + p + ".bin";
+            if (newer.size() > 0) {
+                written.add(path);
+            }
+            if (pool == null) {
+                done.put(p, fold(before, newer, path, generation));
+            } else {
+                folds.put(p, pool.submit(() -> fold(before, newer, path, generation)));
+            }
+        }
+        folds.forEach((p, f) -> done.put(p, Futures.join(f, "folding key index deltas")));
+        return new Folded(done, written);
     }
 
     /**

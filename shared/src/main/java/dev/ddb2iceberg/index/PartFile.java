@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.index;
 
 import java.io.ByteArrayOutputStream;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -83,13 +84,7 @@ final class PartFile {
             ByteArrayOutputStream footer = new ByteArrayOutputStream();
             writeInt(footer, FOOTER_MAGIC);
             Varints.write(footer, entries.size());
-            String[] files = entries.files();
-            Varints.write(footer, files.length);
-            for (String f : files) {
-                byte[] b = f.getBytes(StandardCharsets.UTF_8);
-                Varints.write(footer, b.length);
-                footer.writeBytes(b);
-            }
+            IndexFile.writeFileTable(footer, entries.files());
             Varints.write(footer, blocks);
             footer.writeBytes(blockIndex.toByteArray());
             byte[] compressedFooter = deflate(deflater, footer.toByteArray());
@@ -281,35 +276,17 @@ final class PartFile {
      * throws {@link DamagedIndexException}.
      */
     static List<IndexEntries.Entry> find(Footer footer, int block, byte[] data, int at, List<byte[]> keys) {
-        Reader in = block(footer, block, data, at);
+        BlockEntries entries = new BlockEntries(footer, block(footer, block, data, at));
         List<IndexEntries.Entry> found = new ArrayList<>();
-        byte[] key = new byte[64];
-        int keyLength = 0;
         int k = 0;
         for (int i = 0; i < footer.counts[block] && k < keys.size(); i++) {
-            int shared = (int) in.varint();
-            int rest = (int) in.varint();
-            if (shared > keyLength) {
-                throw in.damaged("a key sharing more than the previous key has");
-            }
-            if (shared + rest > key.length) {
-                key = Arrays.copyOf(key, Math.max(shared + rest, key.length * 2));
-            }
-            in.copyTo(key, shared, rest);
-            keyLength = shared + rest;
-            int ref = (int) in.varint() - 1;
-            long position = in.varint();
-            byte[] seq = in.bytes();
-            while (k < keys.size()
-                    && Arrays.compareUnsigned(keys.get(k), 0, keys.get(k).length, key, 0, keyLength) < 0) {
+            entries.next();
+            while (k < keys.size() && entries.compareKeyTo(keys.get(k)) > 0) {
                 k++; // not in this block
             }
-            if (k < keys.size() && Arrays.compareUnsigned(keys.get(k), 0, keys.get(k).length, key, 0, keyLength) == 0) {
-                if (ref < 0 || ref >= footer.files.length || seq.length == 0) {
-                    throw in.damaged("an entry pointing to no data file");
-                }
+            if (k < keys.size() && entries.compareKeyTo(keys.get(k)) == 0) {
                 found.add(new IndexEntries.Entry(
-                        Arrays.copyOf(key, keyLength), footer.files[ref], position, new java.math.BigInteger(seq)));
+                        entries.key(), footer.files[entries.ref], entries.position, new BigInteger(entries.sequence)));
                 k++;
             }
         }
@@ -320,29 +297,13 @@ final class PartFile {
     static IndexEntries readAll(Footer footer, byte[] file) {
         IndexEntries.Appender out =
                 new IndexEntries.Appender(footer.files, (int) Math.min(Integer.MAX_VALUE, footer.entries));
-        byte[] key = new byte[64];
         for (int b = 0; b < footer.blocks(); b++) {
             Reader in = block(footer, b, file, (int) footer.offsets[b]);
-            int keyLength = 0;
+            BlockEntries entries = new BlockEntries(footer, in);
             for (int i = 0; i < footer.counts[b]; i++) {
-                int shared = (int) in.varint();
-                int rest = (int) in.varint();
-                if (shared > keyLength) {
-                    throw in.damaged("a key sharing more than the previous key has");
-                }
-                if (shared + rest > key.length) {
-                    key = Arrays.copyOf(key, Math.max(shared + rest, key.length * 2));
-                }
-                in.copyTo(key, shared, rest);
-                keyLength = shared + rest;
-                int ref = (int) in.varint() - 1;
-                long position = in.varint();
-                byte[] seq = in.bytes();
-                if (ref < 0
-                        || ref >= footer.files.length
-                        || seq.length == 0
-                        || !out.append(Arrays.copyOf(key, keyLength), ref, position, seq)) {
-                    throw in.damaged("a damaged entry (" + i + " of block " + b + ")");
+                entries.next();
+                if (!out.append(entries.key(), entries.ref, entries.position, entries.sequence)) {
+                    throw in.damaged("keys out of order (entry " + i + " of block " + b + ")");
                 }
             }
             if (in.position() != footer.rawLengths[b]) {
@@ -350,6 +311,50 @@ final class PartFile {
             }
         }
         return out.build();
+    }
+
+    /** A block's entries decoded one at a time, each key rebuilt from the previous one in a reused buffer. */
+    private static final class BlockEntries {
+        private final Footer footer;
+        private final Reader in;
+        private byte[] keyBuffer = new byte[64];
+        private int keyLength;
+        int ref;
+        long position;
+        byte[] sequence;
+
+        BlockEntries(Footer footer, Reader in) {
+            this.footer = footer;
+            this.in = in;
+        }
+
+        void next() {
+            int shared = (int) in.varint();
+            int rest = (int) in.varint();
+            if (shared > keyLength) {
+                throw in.damaged("a key sharing more than the previous key has");
+            }
+            if (shared + rest > keyBuffer.length) {
+                keyBuffer = Arrays.copyOf(keyBuffer, Math.max(shared + rest, keyBuffer.length * 2));
+            }
+            in.copyTo(keyBuffer, shared, rest);
+            keyLength = shared + rest;
+            ref = (int) in.varint() - 1;
+            position = in.varint();
+            sequence = in.bytes();
+            if (ref < 0 || ref >= footer.files.length || sequence.length == 0) {
+                throw in.damaged("an entry pointing to no data file");
+            }
+        }
+
+        byte[] key() {
+            return Arrays.copyOf(keyBuffer, keyLength);
+        }
+
+        /** Compares this entry's key with {@code other}, unsigned. */
+        int compareKeyTo(byte[] other) {
+            return Arrays.compareUnsigned(keyBuffer, 0, keyLength, other, 0, other.length);
+        }
     }
 
     /** A block's raw entries, after checking its CRC; {@code at}: where the block starts in {@code data}. */

@@ -105,6 +105,9 @@ public final class IndexLookup implements LiveRowLookup {
             }
         }
         int filesRead = rewrittenFilesRead;
+        if (why == null && index != null) {
+            index.foldAhead(table); // this commit's share of folding, beside the rest of the merge
+        }
         if (why != null) {
             rebuild(table, layout, tasks, why);
             hits = index.lookup(encoded, pool);
