@@ -1,0 +1,148 @@
+package dev.ddb2iceberg.index;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The block format of a key index part, in memory: every key found in the one block it can be in,
+ * keys it never held found nowhere, the whole part read back entry for entry, and any changed or
+ * missing byte refused as damage, never read as other or fewer entries.
+ */
+class PartFileTest {
+    private static IndexEntries entries(int n, Random random) {
+        IndexEntries.Builder b = new IndexEntries.Builder();
+        for (int i = 0; i < n; i++) {
+            byte[] key = ("customer-" + random.nextInt(1_000_000) + "#order-" + i).getBytes(StandardCharsets.UTF_8);
+            b.add(
+                    key,
+                    "s3://bucket/data/file-" + (i % 7) + ".parquet",
+                    i * 3L,
+                    BigInteger.valueOf(1_000_000L + i).toByteArray());
+        }
+        return b.build();
+    }
+
+    private static String describe(IndexEntries.Entry e) {
+        return e == null ? "none" : e.file() + "@" + e.position() + "#" + e.sequence();
+    }
+
+    private static PartFile.Footer footerOf(byte[] file) {
+        return PartFile.footer("part.bin", file.length, file);
+    }
+
+    /** The entries of {@code keys} through the block index, as a merge looks them up. */
+    private static List<IndexEntries.Entry> lookUp(PartFile.Footer footer, byte[] file, List<byte[]> keys) {
+        List<IndexEntries.Entry> found = new ArrayList<>();
+        for (byte[] key : keys) {
+            int block = footer.blockOf(key);
+            if (block >= 0) {
+                found.addAll(PartFile.find(footer, block, file, (int) footer.offset(block), List.of(key)));
+            }
+        }
+        return found;
+    }
+
+    @Test
+    void everyKeyIsFoundInItsBlockAndKeysNeverHeldAreFoundNowhere() {
+        IndexEntries entries = entries(20_000, new Random(1));
+        byte[] file = PartFile.encode(entries);
+        PartFile.Footer footer = footerOf(file);
+        assertTrue(footer.blocks() > 10, "20,000 entries make many blocks: " + footer.blocks());
+        assertEquals(PartFile.footerBytes(file), file.length - footer.blocksEnd(), "footer and tail end the file");
+        for (int i = 0; i < entries.size(); i++) {
+            byte[] key = entries.key(i);
+            List<IndexEntries.Entry> found = lookUp(footer, file, List.of(key));
+            assertEquals(1, found.size(), () -> "entry of " + new String(key, StandardCharsets.UTF_8));
+            assertEquals(describe(entries.find(key)), describe(found.get(0)));
+        }
+        for (String absent : List.of("", "a", "customer-", "customer-5#order-", "zzz")) {
+            assertTrue(
+                    lookUp(footer, file, List.of(absent.getBytes(StandardCharsets.UTF_8)))
+                            .isEmpty(),
+                    "a key never held: '" + absent + "'");
+        }
+    }
+
+    @Test
+    void manyKeysOfOneBlockAreFoundInOneRead() {
+        IndexEntries entries = entries(5_000, new Random(2));
+        byte[] file = PartFile.encode(entries);
+        PartFile.Footer footer = footerOf(file);
+        int block = footer.blocks() / 2;
+        List<byte[]> inBlock = new ArrayList<>();
+        for (int i = 0; i < entries.size(); i++) {
+            if (footer.blockOf(entries.key(i)) == block) {
+                inBlock.add(entries.key(i));
+                inBlock.add(Arrays.copyOf(entries.key(i), entries.key(i).length + 1)); // one never held, just after
+            }
+        }
+        inBlock.sort(Arrays::compareUnsigned);
+        List<IndexEntries.Entry> found = PartFile.find(footer, block, file, (int) footer.offset(block), inBlock);
+        assertEquals(inBlock.size() / 2, found.size(), "each held key once, none of the others");
+    }
+
+    @Test
+    void aWholePartReadsBackEntryForEntry() {
+        IndexEntries entries = entries(30_000, new Random(3));
+        byte[] file = PartFile.encode(entries);
+        IndexEntries back = PartFile.readAll(footerOf(file), file);
+        assertEquals(entries.size(), back.size());
+        for (int i = 0; i < entries.size(); i++) {
+            assertEquals(describe(entries.entry(i)), describe(back.entry(i)), "entry " + i);
+        }
+        byte[] empty = PartFile.encode(IndexEntries.EMPTY);
+        assertEquals(0, PartFile.readAll(footerOf(empty), empty).size(), "an empty part");
+    }
+
+    @Test
+    void anyChangedByteIsDamageNeverOtherEntries() {
+        IndexEntries entries = entries(600, new Random(4));
+        byte[] good = PartFile.encode(entries);
+        int refused = 0;
+        for (int at = 0; at < good.length; at++) {
+            byte[] bad = good.clone();
+            bad[at] ^= 0x41;
+            try {
+                PartFile.Footer footer = footerOf(bad);
+                IndexEntries back = PartFile.readAll(footer, bad);
+                // Read without complaint: then it must be exactly the entries written.
+                assertEquals(entries.size(), back.size(), "byte " + at + " changed, read as other entries");
+                for (int i = 0; i < entries.size(); i++) {
+                    assertEquals(describe(entries.entry(i)), describe(back.entry(i)), "byte " + at + ", entry " + i);
+                }
+            } catch (DamagedIndexException expected) {
+                refused++;
+            }
+        }
+        assertEquals(good.length, refused, "every changed byte is caught by a CRC, a count or the tail");
+    }
+
+    @Test
+    void aTruncatedPartIsDamage() {
+        byte[] good = PartFile.encode(entries(2_000, new Random(5)));
+        for (int cut : new int[] {1, 7, 13, good.length / 2, good.length - 1}) {
+            byte[] shorter = Arrays.copyOf(good, good.length - cut);
+            DamagedIndexException e = null;
+            try {
+                // The manifest's length is the whole file's: the tail read at that length is the wrong bytes.
+                PartFile.footer("part.bin", good.length, shorter);
+            } catch (DamagedIndexException damaged) {
+                e = damaged;
+            }
+            assertNotNull(e, "cut by " + cut + " bytes");
+        }
+        assertNull(
+                PartFile.footer("part.bin", good.length, Arrays.copyOfRange(good, good.length - 12, good.length)),
+                "only the tail read: the footer must be read too");
+    }
+}
