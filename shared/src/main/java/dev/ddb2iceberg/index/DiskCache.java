@@ -125,6 +125,11 @@ public final class DiskCache {
         }
     }
 
+    /** Whether a part is kept (it may still go before it is read). */
+    synchronized boolean holds(String location) {
+        return files.containsKey(location);
+    }
+
     /** A kept part's whole bytes, or null. */
     byte[] readAll(String location) {
         Stored stored;

@@ -56,6 +56,20 @@ public record IndexManifest(
     /** One delta file: its generation, entries and length. */
     public record Delta(String path, long generation, long entries, long length) {}
 
+    /** A version of these parts and deltas, its entry and byte totals summed from them. */
+    static IndexManifest of(List<Part> base, List<Delta> deltas, long generation) {
+        return new IndexManifest(
+                FORMAT,
+                base.size(),
+                List.copyOf(base),
+                List.copyOf(deltas),
+                generation,
+                base.stream().mapToLong(Part::entries).sum(),
+                deltas.stream().mapToLong(Delta::entries).sum(),
+                base.stream().mapToLong(Part::length).sum()
+                        + deltas.stream().mapToLong(Delta::length).sum());
+    }
+
     /** Every file of this version, manifest aside: what orphan cleanup must keep. */
     public List<String> files() {
         List<String> all = new ArrayList<>();

@@ -159,21 +159,12 @@ public final class KeyIndex {
         IndexManifest m = index.manifest;
         List<IndexManifest.Delta> deltas = new ArrayList<>(m.deltas());
         long generation = m.generation();
-        long entries = m.deltaEntries();
-        long bytes = m.bytes();
         for (String move : moves) {
             long size = index.load(move).size();
             long length = table.io().newInputFile(move).getLength();
             deltas.add(new IndexManifest.Delta(move, ++generation, size, length));
-            entries += size;
-            bytes += length;
         }
-        return new KeyIndex(
-                table.io(),
-                manifest,
-                new IndexManifest(
-                        IndexManifest.FORMAT, m.parts(), m.base(), deltas, generation, m.baseEntries(), entries, bytes),
-                cache);
+        return new KeyIndex(table.io(), manifest, IndexManifest.of(m.base(), deltas, generation), cache);
     }
 
     /**
@@ -324,13 +315,7 @@ public final class KeyIndex {
         long absorbedByAll =
                 base.stream().mapToLong(IndexManifest.Part::absorbed).min().orElse(generation);
         deltas.removeIf(d -> d.generation() <= absorbedByAll);
-        long baseEntries = base.stream().mapToLong(IndexManifest.Part::entries).sum();
-        long deltaEntries =
-                deltas.stream().mapToLong(IndexManifest.Delta::entries).sum();
-        long bytes = base.stream().mapToLong(IndexManifest.Part::length).sum()
-                + deltas.stream().mapToLong(IndexManifest.Delta::length).sum();
-        IndexManifest next = new IndexManifest(
-                IndexManifest.FORMAT, parts, base, deltas, generation, baseEntries, deltaEntries, bytes);
+        IndexManifest next = IndexManifest.of(base, deltas, generation);
         return finish(io, next, dir + id + "-manifest.json", written);
     }
 
@@ -479,18 +464,21 @@ public final class KeyIndex {
         if (folded.size() == 0) {
             return new IndexManifest.Part(null, 0, 0, 0, generation);
         }
-        return writePart(io, reads, path, folded, generation);
+        return writePart(io, cache.disk(), path, folded, generation);
     }
 
+    /** Writes a part file; {@code keep}: the disk cache that keeps a copy, or null. */
     private static IndexManifest.Part writePart(
-            FileIO io, PartReads reads, String path, IndexEntries entries, long generation) {
+            FileIO io, DiskCache keep, String path, IndexEntries entries, long generation) {
         byte[] bytes = PartFile.encode(entries);
         try (var out = io.newOutputFile(path).createOrOverwrite()) {
             out.write(bytes);
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException("could not write key index part " + path, e);
         }
-        reads.keep(path, bytes);
+        if (keep != null) {
+            keep.put(path, bytes); // its lookups and next fold then read local disk, not S3
+        }
         return new IndexManifest.Part(path, bytes.length, PartFile.footerBytes(bytes), entries.size(), generation);
     }
 
@@ -504,7 +492,7 @@ public final class KeyIndex {
 
     /** Writes a part of the index (the parallel export load's index groups) named {@code name}. */
     public static IndexManifest.Part writePart(Table table, String name, IndexEntries entries) {
-        return writePart(table.io(), new PartReads(table.io(), new IndexCache(0)), directory(table) + name, entries, 0);
+        return writePart(table.io(), null, directory(table) + name, entries, 0);
     }
 
     /** The part a part that has no entries yet is. */
@@ -535,16 +523,7 @@ public final class KeyIndex {
      */
     public static String writeManifest(Table table, List<IndexManifest.Part> base) {
         String path = directory(table) + UUID.randomUUID() + "-manifest.json";
-        new IndexManifest(
-                        IndexManifest.FORMAT,
-                        base.size(),
-                        new ArrayList<>(base),
-                        List.of(),
-                        0,
-                        base.stream().mapToLong(IndexManifest.Part::entries).sum(),
-                        0,
-                        base.stream().mapToLong(IndexManifest.Part::length).sum())
-                .write(table.io(), path);
+        IndexManifest.of(base, List.of(), 0).write(table.io(), path);
         return path;
     }
 
@@ -562,7 +541,6 @@ public final class KeyIndex {
         private final Table table;
         private final String prefix;
         private final IndexCache cache;
-        private final PartReads reads;
         private final List<IndexManifest.Part> base;
         private final List<String> written = new ArrayList<>();
 
@@ -570,7 +548,6 @@ public final class KeyIndex {
             this.table = table;
             this.prefix = directory(table) + UUID.randomUUID() + "-part-";
             this.cache = cache;
-            this.reads = new PartReads(table.io(), cache);
             this.base = new ArrayList<>(Collections.nCopies(parts, emptyPart()));
         }
 
@@ -580,7 +557,7 @@ public final class KeyIndex {
                 return;
             }
             String path = prefix + part + ".bin";
-            IndexManifest.Part written = KeyIndex.writePart(table.io(), reads, path, partEntries, 0);
+            IndexManifest.Part written = KeyIndex.writePart(table.io(), cache.disk(), path, partEntries, 0);
             synchronized (this) {
                 base.set(part, written);
                 this.written.add(path);
@@ -594,15 +571,7 @@ public final class KeyIndex {
 
         /** The index the parts make, to look keys up in and to commit through {@link #withChanges}. */
         public synchronized KeyIndex finish() {
-            IndexManifest m = new IndexManifest(
-                    IndexManifest.FORMAT,
-                    base.size(),
-                    new ArrayList<>(base),
-                    List.of(),
-                    0,
-                    base.stream().mapToLong(IndexManifest.Part::entries).sum(),
-                    0,
-                    base.stream().mapToLong(IndexManifest.Part::length).sum());
+            IndexManifest m = IndexManifest.of(base, List.of(), 0);
             return new KeyIndex(table.io(), "(rebuilt, not committed yet)", m, cache);
         }
     }

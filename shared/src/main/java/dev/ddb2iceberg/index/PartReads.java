@@ -40,21 +40,18 @@ final class PartReads {
     PartFile.Footer footer(IndexManifest.Part part) {
         return cache.footer(part.path(), location -> {
             DiskCache disk = cache.disk();
-            if (disk != null) {
+            if (disk != null && disk.holds(location)) {
                 try {
-                    PartFile.Footer local = readFooter(part, (offset, n) -> {
+                    return readFooter(part, (offset, n) -> {
                         byte[] b = disk.read(location, offset, n);
                         if (b == null) {
-                            throw new NotKeptLocally();
+                            throw new DamagedIndexException(location + " left the disk cache while read");
                         }
                         cache.recordDiskRead(n);
                         return b;
                     });
-                    return local;
-                } catch (NotKeptLocally notKept) {
-                    // read from storage below
                 } catch (DamagedIndexException damagedOnDisk) {
-                    disk.remove(location);
+                    disk.remove(location); // storage's copy is read and checked below
                 }
             }
             return readFooter(part, (offset, n) -> range(location, part.length(), offset, n));
@@ -63,13 +60,6 @@ final class PartReads {
 
     private interface Ranges {
         byte[] read(long offset, int length);
-    }
-
-    /** Thrown when the disk cache does not hold a part: it is then read from storage. */
-    private static final class NotKeptLocally extends RuntimeException {
-        NotKeptLocally() {
-            super(null, null, false, false);
-        }
     }
 
     /** Reads the footer and tail the manifest says end the part, in one read (two if it says wrong). */
@@ -130,14 +120,6 @@ final class PartReads {
                     + " bytes, more than one read can hold: rebuild the index with more KEY_INDEX_PARTS");
         }
         return PartFile.readAll(footer, range(part.path(), part.length(), 0, (int) part.length()));
-    }
-
-    /** Keeps a part this container just wrote on local disk, so its lookups and next fold need no GET. */
-    void keep(String location, byte[] bytes) {
-        DiskCache disk = cache.disk();
-        if (disk != null) {
-            disk.put(location, bytes);
-        }
     }
 
     /** {@code length} bytes at {@code offset} of a file of {@code fileLength} bytes, in one ranged GET. */
