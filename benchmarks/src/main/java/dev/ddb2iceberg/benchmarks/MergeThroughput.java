@@ -89,6 +89,13 @@ public final class MergeThroughput {
      */
     private static final long INDEX_DISK_CACHE_BYTES =
             Long.getLong("bench.indexDiskMb", MergeOptions.DEFAULTS.keyIndexDiskCacheBytes() >> 20) << 20;
+    /**
+     * {@code -Dbench.indexBuildMb=N}: the memory the index's rebuild may use (default: the merger's, the
+     * cache's budget but at least a third of the heap). A fiftieth of the 150 bytes a row the build
+     * once planned with models a 10 GB Lambda (3 GB) rebuilding a 1B-row index.
+     */
+    private static final long INDEX_BUILD_BYTES =
+            Long.getLong("bench.indexBuildMb", MergeOptions.buildBytesFor(INDEX_CACHE_BYTES) >> 20) << 20;
     /** {@code -Dbench.history=on}: the merger also keeps a change history (HISTORY_TABLE). */
     private static final boolean HISTORY = "on".equals(System.getProperty("bench.history", "off"));
     /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
@@ -219,6 +226,7 @@ public final class MergeThroughput {
                 64,
                 INDEX_CACHE_BYTES,
                 INDEX_DISK_CACHE_BYTES,
+                INDEX_BUILD_BYTES,
                 Long.getLong("bench.rewriteBelow", MergeOptions.DEFAULTS.rewriteFilesBelowBytes()),
                 Long.getLong("bench.rewritePerMerge", MergeOptions.DEFAULTS.rewriteBytesPerMerge()),
                 false);

@@ -79,6 +79,7 @@ public final class ParallelLoadThroughput {
                         options.keyIndexParts(),
                         options.keyIndexCacheBytes(),
                         0,
+                        options.keyIndexBuildBytes(),
                         0,
                         0,
                         false);

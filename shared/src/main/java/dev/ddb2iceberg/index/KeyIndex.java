@@ -468,8 +468,7 @@ public final class KeyIndex {
     }
 
     /** Writes a part file; {@code keep}: the disk cache that keeps a copy, or null. */
-    private static IndexManifest.Part writePart(
-            FileIO io, DiskCache keep, String path, IndexEntries entries, long generation) {
+    static IndexManifest.Part writePart(FileIO io, DiskCache keep, String path, IndexEntries entries, long generation) {
         byte[] bytes = PartFile.encode(entries);
         try (var out = io.newOutputFile(path).createOrOverwrite()) {
             out.write(bytes);

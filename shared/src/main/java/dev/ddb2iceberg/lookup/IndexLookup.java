@@ -52,7 +52,7 @@ public final class IndexLookup implements LiveRowLookup {
     private final List<String> writtenFiles =
             new ArrayList<>(); // index files this attempt wrote (a rebuild's parts, moves)
 
-    /** @param buildMemoryBytes memory a rebuild may use; past it, it makes several passes */
+    /** @param buildMemoryBytes memory a rebuild may use; past it, it sorts through runs in storage */
     public IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes) {
         this.pool = pool;
         this.cache = cache;

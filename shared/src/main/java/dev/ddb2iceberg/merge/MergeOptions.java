@@ -21,6 +21,8 @@ import java.util.concurrent.ExecutorService;
  * @param keyIndexParts parts a new key index spreads its keys over
  * @param keyIndexCacheBytes memory a warm merger may keep index files in between runs
  * @param keyIndexDiskCacheBytes local disk ({@code /tmp}) a warm merger may keep index parts on; 0: none
+ * @param keyIndexBuildBytes memory a rebuild of the index may use, on top of the cache (the parts it builds go
+ *     into the cache); past it, the rebuild sorts through runs in storage. {@link #buildBytesFor} gives the default
  * @param rewriteFilesBelowBytes data files smaller than this in the partitions a merge writes to are folded
  *     into its new files (their live rows move; the old files are dropped), touched or not; 0: never
  *     (see {@link SmallFileRewrite})
@@ -37,6 +39,7 @@ public record MergeOptions(
         int keyIndexParts,
         long keyIndexCacheBytes,
         long keyIndexDiskCacheBytes,
+        long keyIndexBuildBytes,
         long rewriteFilesBelowBytes,
         long rewriteBytesPerMerge,
         boolean waitForInitialLoad) {
@@ -65,6 +68,7 @@ public record MergeOptions(
             64,
             IndexCache.defaultBudget(),
             DiskCache.defaultBudget(),
+            buildBytesFor(IndexCache.defaultBudget()),
             REWRITE_BELOW_BYTES,
             REWRITE_BYTES_PER_MERGE,
             false);
@@ -73,6 +77,7 @@ public record MergeOptions(
         boolean keyIndex = env.choice(Settings.KEY_INDEX).equals("on");
         boolean waitForInitialLoad = env.choice(Settings.INITIAL_LOAD).equals("parallel-export");
         boolean continuous = env.choice(Settings.MERGE_MODE).equals("continuous");
+        long cacheBytes = env.positiveLong(Settings.KEY_INDEX_CACHE_MB, DEFAULTS.keyIndexCacheBytes() >> 20) << 20;
         return new MergeOptions(
                 env.positiveInt(Settings.MAX_CHANGES_PER_RUN),
                 env.positiveLong(Settings.MAX_STAGED_BYTES_PER_RUN),
@@ -80,8 +85,9 @@ public record MergeOptions(
                 env.positiveInt(Settings.IO_THREADS),
                 keyIndex,
                 env.positiveInt(Settings.KEY_INDEX_PARTS),
-                env.positiveLong(Settings.KEY_INDEX_CACHE_MB, DEFAULTS.keyIndexCacheBytes() >> 20) << 20,
+                cacheBytes,
                 env.nonNegativeLong(Settings.KEY_INDEX_DISK_CACHE_MB, DEFAULTS.keyIndexDiskCacheBytes() >> 20) << 20,
+                buildBytesFor(cacheBytes),
                 env.nonNegativeLong(
                         Settings.REWRITE_FILES_BELOW_BYTES,
                         continuous ? CONTINUOUS_REWRITE_BELOW_BYTES : DEFAULTS.rewriteFilesBelowBytes()),
@@ -101,6 +107,7 @@ public record MergeOptions(
                 keyIndexParts,
                 keyIndexCacheBytes,
                 keyIndexDiskCacheBytes,
+                keyIndexBuildBytes,
                 rewriteFilesBelowBytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
@@ -116,6 +123,7 @@ public record MergeOptions(
                 keyIndexParts,
                 keyIndexCacheBytes,
                 keyIndexDiskCacheBytes,
+                keyIndexBuildBytes,
                 rewriteFilesBelowBytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
@@ -132,6 +140,7 @@ public record MergeOptions(
                 keyIndexParts,
                 0,
                 0,
+                keyIndexBuildBytes,
                 rewriteFilesBelowBytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
@@ -147,6 +156,7 @@ public record MergeOptions(
                 keyIndexParts,
                 keyIndexCacheBytes,
                 keyIndexDiskCacheBytes,
+                keyIndexBuildBytes,
                 bytes,
                 rewriteBytesPerMerge,
                 waitForInitialLoad);
@@ -162,6 +172,7 @@ public record MergeOptions(
                 keyIndexParts,
                 keyIndexCacheBytes,
                 keyIndexDiskCacheBytes,
+                keyIndexBuildBytes,
                 rewriteFilesBelowBytes,
                 bytes,
                 waitForInitialLoad);
@@ -175,17 +186,16 @@ public record MergeOptions(
         IndexCache cache = keyIndexCacheBytes == 0
                 ? new IndexCache(0)
                 : IndexCache.shared(keyIndexCacheBytes, keyIndexDiskCacheBytes);
-        return new IndexLookup(pool, cache, keyIndexParts, keyIndexBuildBytes());
+        return new IndexLookup(pool, cache, keyIndexParts, keyIndexBuildBytes);
     }
 
     /**
-     * The memory a rebuild of the index may use, on top of the cache (the parts it builds go into
-     * the cache): the cache's budget, and never less than the default one (a third of the heap), so
-     * a small cache does not make a rebuild take many more passes over the table (at 10M rows, a
-     * 55 MB cache made it 52 s instead of 10.5 s). At most two thirds of the heap then, as with the
+     * The memory a rebuild of the index may use beside a cache of {@code cacheBytes}: the cache's
+     * budget, and never less than the default one (a third of the heap), so a small cache does not
+     * make a rebuild spill many more sorted runs. At most two thirds of the heap then, as with the
      * default cache.
      */
-    public long keyIndexBuildBytes() {
-        return Math.max(keyIndexCacheBytes, IndexCache.defaultBudget());
+    public static long buildBytesFor(long cacheBytes) {
+        return Math.max(cacheBytes, IndexCache.defaultBudget());
     }
 }

@@ -29,6 +29,7 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.status.TableStatus;
+import dev.ddb2iceberg.table.DerivedFiles;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
@@ -67,6 +68,7 @@ import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.FanoutDataWriter;
 import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.io.SupportsPrefixOperations;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -235,7 +237,7 @@ class KeyIndexTest {
     }
 
     @Test
-    void aRebuildTooBigForItsMemoryBudgetRunsInPassesAndFindsWhatTheScanFinds() {
+    void aRebuildTooBigForItsMemoryBudgetSortsThroughRunsInStorageAndFindsWhatTheScanFinds() {
         env.put("KEY_INDEX", "off"); // a table written without the index, as before an upgrade
         configure();
         KeyedWorkload w = new KeyedWorkload(18, 300);
@@ -244,16 +246,29 @@ class KeyIndexTest {
             merge();
         }
         try (LogCapture log = LogCapture.json()) {
-            // A budget of one byte: each pass builds one of the 8 parts, reading every data file again.
+            // A budget of one byte: every data file's entries are written out as a sorted run, and
+            // each part is merged from the runs of all of them.
             LiveRowLookup.Found found =
                     assertIndexAgreesWithScan(w, 320, new IndexLookup(pool, new IndexCache(0), 8, 1));
             assertEquals(found.filesInTable(), found.filesRead(), "the rebuild read the data files");
             List<String> messages =
                     log.all().stream().map(l -> l.path("message").asText()).toList();
             assertTrue(
-                    messages.stream().anyMatch(m -> m.contains("8 pass(es) over the key columns")),
-                    () -> "the rebuild says it makes one pass per part: " + messages);
+                    messages.stream().anyMatch(m -> m.contains("one pass over the key columns")),
+                    () -> "the rebuild reads the key columns once: " + messages);
+            assertTrue(
+                    messages.stream()
+                            .anyMatch(m -> m.matches("Key index rebuild: merging the ([2-9]|\\d\\d+) runs .*")),
+                    () -> "each part is merged from several runs: " + messages);
         }
+        String folder = DerivedFiles.location(table()) + "key-index/";
+        List<String> left = new ArrayList<>();
+        ((SupportsPrefixOperations) table().io()).listPrefix(folder).forEach(f -> {
+            if (f.location().contains("/rebuild-")) {
+                left.add(f.location());
+            }
+        });
+        assertEquals(List.of(), left, "the rebuild deletes its sorted runs once the parts are written");
     }
 
     /**
