@@ -100,8 +100,30 @@ public final class IndexEntries {
         return positions[i];
     }
 
-    private int keyFrom(int i) {
+    int keyFrom(int i) {
         return i == 0 ? 0 : keyEnds[i - 1];
+    }
+
+    int keyLength(int i) {
+        return keyEnds[i] - keyFrom(i);
+    }
+
+    /** The packed keys; entry i's is {@link #keyLength}(i) bytes from {@link #keyFrom}(i). */
+    byte[] keyData() {
+        return keyData;
+    }
+
+    int sequenceFrom(int i) {
+        return i == 0 ? 0 : sequenceEnds[i - 1];
+    }
+
+    int sequenceLength(int i) {
+        return sequenceEnds[i] - sequenceFrom(i);
+    }
+
+    /** The packed sequences, as {@link #keyData} packs keys. */
+    byte[] sequenceData() {
+        return sequenceData;
     }
 
     private int compareKeys(int i, IndexEntries other, int j) {
@@ -276,12 +298,17 @@ public final class IndexEntries {
 
         /** False when the key is not above the previous one (a damaged file). */
         boolean append(byte[] key, int fileRef, long position, byte[] sequence) {
+            return append(key, key.length, fileRef, position, sequence, 0, sequence.length);
+        }
+
+        /** {@link #append}, the key the first {@code keyLength} bytes of {@code key}, the sequence a range. */
+        boolean append(byte[] key, int keyLength, int fileRef, long position, byte[] seq, int seqFrom, int seqLength) {
             if (n > 0
-                    && Arrays.compareUnsigned(keys, n == 1 ? 0 : keyEnds[n - 2], keyEnds[n - 1], key, 0, key.length)
+                    && Arrays.compareUnsigned(keys, n == 1 ? 0 : keyEnds[n - 2], keyEnds[n - 1], key, 0, keyLength)
                             >= 0) {
                 return false;
             }
-            appendUnordered(key, fileRef, position, sequence);
+            add(key, 0, keyLength, fileRef, position, seq, seqFrom, seqLength);
             return true;
         }
 

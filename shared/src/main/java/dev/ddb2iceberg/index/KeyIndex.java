@@ -469,7 +469,12 @@ public final class KeyIndex {
 
     /** Writes a part file; {@code keep}: the disk cache that keeps a copy, or null. */
     static IndexManifest.Part writePart(FileIO io, DiskCache keep, String path, IndexEntries entries, long generation) {
-        byte[] bytes = PartFile.encode(entries);
+        return writeEncoded(io, keep, path, PartFile.encode(entries), entries.size(), generation);
+    }
+
+    /** Writes a part file already encoded, of {@code entries} entries. */
+    static IndexManifest.Part writeEncoded(
+            FileIO io, DiskCache keep, String path, byte[] bytes, long entries, long generation) {
         try (var out = io.newOutputFile(path).createOrOverwrite()) {
             out.write(bytes);
         } catch (java.io.IOException e) {
@@ -478,7 +483,7 @@ public final class KeyIndex {
         if (keep != null) {
             keep.put(path, bytes); // its lookups and next fold then read local disk, not S3
         }
-        return new IndexManifest.Part(path, bytes.length, PartFile.footerBytes(bytes), entries.size(), generation);
+        return new IndexManifest.Part(path, bytes.length, PartFile.footerBytes(bytes), entries, generation);
     }
 
     /**
@@ -552,11 +557,18 @@ public final class KeyIndex {
 
         /** Writes one part's entries (live rows only); a part never written stays empty. */
         public void writePart(int part, IndexEntries partEntries) {
-            if (partEntries.size() == 0) {
+            if (partEntries.size() > 0) {
+                writeEncoded(part, PartFile.encode(partEntries), partEntries.size());
+            }
+        }
+
+        /** Writes one part already encoded ({@link PartSorter} streams its merge into the encoding). */
+        void writeEncoded(int part, byte[] bytes, long entries) {
+            if (entries == 0) {
                 return;
             }
             String path = prefix + part + ".bin";
-            IndexManifest.Part written = KeyIndex.writePart(table.io(), cache.disk(), path, partEntries, 0);
+            IndexManifest.Part written = KeyIndex.writeEncoded(table.io(), cache.disk(), path, bytes, entries, 0);
             synchronized (this) {
                 base.set(part, written);
                 this.written.add(path);

@@ -7,7 +7,9 @@ import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.zip.CRC32;
 
 /**
@@ -47,57 +49,239 @@ final class PartFile {
 
     /** Encodes sorted entries (no tombstones: a base part has nothing under it) as a part file's bytes. */
     static byte[] encode(IndexEntries entries) {
-        ByteArrayOutputStream file = new ByteArrayOutputStream(Math.max(64, entries.size() * 12));
-        ByteArrayOutputStream raw = new ByteArrayOutputStream(BLOCK_BYTES + 256);
-        ByteArrayOutputStream blockIndex = new ByteArrayOutputStream();
-        byte[] previous = new byte[0];
-        int inBlock = 0;
-        int blocks = 0;
-        byte[] firstKey = null;
+        Writer out = new Writer(entries.files(), entries.size());
         for (int i = 0; i < entries.size(); i++) {
-            byte[] key = entries.key(i);
-            if (inBlock == 0) {
-                firstKey = key;
-                previous = new byte[0];
-            }
-            int shared = Arrays.mismatch(previous, key);
-            shared = shared < 0 ? key.length : Math.min(shared, Math.min(previous.length, key.length));
-            Varints.write(raw, shared);
-            Varints.write(raw, key.length - shared);
-            raw.write(key, shared, key.length - shared);
-            Varints.write(raw, entries.fileRef(i) + 1L); // 0 would be a tombstone
-            Varints.write(raw, entries.position(i));
-            byte[] seq = entries.sequence(i);
-            Varints.write(raw, seq.length);
-            raw.writeBytes(seq);
-            previous = key;
-            inBlock++;
-            if (raw.size() >= BLOCK_BYTES || i == entries.size() - 1) {
-                byte[] compressed = Zstd.compress(raw.toByteArray(), LEVEL);
-                file.writeBytes(compressed);
-                Varints.write(blockIndex, firstKey.length);
-                blockIndex.writeBytes(firstKey);
-                Varints.write(blockIndex, compressed.length);
-                Varints.write(blockIndex, raw.size());
-                Varints.write(blockIndex, inBlock);
-                writeInt(blockIndex, crc(compressed, 0, compressed.length));
-                raw.reset();
-                inBlock = 0;
-                blocks++;
+            out.add(
+                    entries.keyData(),
+                    entries.keyFrom(i),
+                    entries.keyLength(i),
+                    entries.fileRef(i),
+                    entries.position(i),
+                    entries.sequenceData(),
+                    entries.sequenceFrom(i),
+                    entries.sequenceLength(i));
+        }
+        return out.finish();
+    }
+
+    /**
+     * Encodes entries as they come, in key order, a block at a time: a merge of sorted runs streams
+     * into it without holding its entries decoded.
+     */
+    static final class Writer {
+        private final ByteArrayOutputStream file;
+        // The block being filled, in a plain array: ByteArrayOutputStream's synchronized write per
+        // varint byte was a tenth of a fold's encoding time.
+        private byte[] raw = new byte[BLOCK_BYTES + 256];
+        private int rawLength;
+        private byte[] compressed = new byte[(int) Zstd.compressBound(raw.length)];
+        private final ByteArrayOutputStream blockIndex = new ByteArrayOutputStream();
+        private final List<String> files;
+        private final Map<String, Integer> fileRefs = new HashMap<>();
+        private byte[] previous = new byte[64]; // the last key written (a copy: callers reuse their buffers)
+        private int previousLength = -1; // -1: nothing written yet
+        private byte[] firstKey;
+        private int inBlock;
+        private int blocks;
+        private long entries;
+
+        /** {@code files}: the data file table the references given to {@link #add} point into. */
+        Writer(String[] files, int expectedEntries) {
+            this.file = new ByteArrayOutputStream(Math.max(64, expectedEntries * 12));
+            this.files = new ArrayList<>(Arrays.asList(files));
+            for (int f = 0; f < files.length; f++) {
+                fileRefs.put(files[f], f);
             }
         }
-        ByteArrayOutputStream footer = new ByteArrayOutputStream();
-        writeInt(footer, FOOTER_MAGIC);
-        Varints.write(footer, entries.size());
-        IndexFile.writeFileTable(footer, entries.files());
-        Varints.write(footer, blocks);
-        footer.writeBytes(blockIndex.toByteArray());
-        byte[] compressedFooter = Zstd.compress(footer.toByteArray(), LEVEL);
-        file.writeBytes(compressedFooter);
-        writeInt(file, compressedFooter.length);
-        writeInt(file, crc(compressedFooter, 0, compressedFooter.length));
-        writeInt(file, TAIL_MAGIC);
-        return file.toByteArray();
+
+        /** The reference of a data file in this part's table, added if new. */
+        int fileRef(String location) {
+            return fileRefs.computeIfAbsent(location, f -> {
+                files.add(f);
+                return files.size() - 1;
+            });
+        }
+
+        /** Whether a key ({@code keyLength} bytes from {@code keyFrom}) sorts above the last one added. */
+        boolean follows(byte[] key, int keyFrom, int keyLength) {
+            return previousLength < 0
+                    || Arrays.compareUnsigned(previous, 0, previousLength, key, keyFrom, keyFrom + keyLength) < 0;
+        }
+
+        /**
+         * Adds an entry, its key and sequence given as ranges of arrays (no copies); its key must
+         * {@link #follows follow} the last one added.
+         */
+        void add(
+                byte[] key,
+                int keyFrom,
+                int keyLength,
+                int fileRef,
+                long position,
+                byte[] sequence,
+                int sequenceFrom,
+                int sequenceLength) {
+            if (!follows(key, keyFrom, keyLength)) {
+                throw new IllegalArgumentException("key index entries out of order");
+            }
+            int shared = 0;
+            if (inBlock == 0) {
+                firstKey = Arrays.copyOfRange(key, keyFrom, keyFrom + keyLength);
+            } else {
+                shared = Arrays.mismatch(previous, 0, previousLength, key, keyFrom, keyFrom + keyLength);
+                shared = shared < 0 ? keyLength : Math.min(shared, Math.min(previousLength, keyLength));
+            }
+            varint(shared);
+            varint(keyLength - shared);
+            put(key, keyFrom + shared, keyLength - shared);
+            varint(fileRef + 1L); // 0 would be a tombstone
+            varint(position);
+            varint(sequenceLength);
+            put(sequence, sequenceFrom, sequenceLength);
+            if (previous.length < keyLength) {
+                previous = Arrays.copyOf(previous, Math.max(keyLength, previous.length * 2));
+            }
+            System.arraycopy(key, keyFrom, previous, 0, keyLength);
+            previousLength = keyLength;
+            inBlock++;
+            entries++;
+            if (rawLength >= BLOCK_BYTES) {
+                endBlock();
+            }
+        }
+
+        private void varint(long value) {
+            ensure(10);
+            long v = value;
+            while ((v & ~0x7FL) != 0) {
+                raw[rawLength++] = (byte) ((v & 0x7F) | 0x80);
+                v >>>= 7;
+            }
+            raw[rawLength++] = (byte) v;
+        }
+
+        private void put(byte[] bytes, int from, int length) {
+            ensure(length);
+            System.arraycopy(bytes, from, raw, rawLength, length);
+            rawLength += length;
+        }
+
+        private void ensure(int more) {
+            if (rawLength + more > raw.length) {
+                raw = Arrays.copyOf(raw, Math.max(rawLength + more, raw.length * 2));
+            }
+        }
+
+        long entries() {
+            return entries;
+        }
+
+        private void endBlock() {
+            if (compressed.length < Zstd.compressBound(rawLength)) {
+                compressed = new byte[(int) Zstd.compressBound(rawLength)];
+            }
+            long n = Zstd.compressByteArray(compressed, 0, compressed.length, raw, 0, rawLength, LEVEL);
+            if (Zstd.isError(n)) {
+                throw new IllegalStateException("zstd could not compress a key index block: " + Zstd.getErrorName(n));
+            }
+            int length = (int) n;
+            file.write(compressed, 0, length);
+            Varints.write(blockIndex, firstKey.length);
+            blockIndex.writeBytes(firstKey);
+            Varints.write(blockIndex, length);
+            Varints.write(blockIndex, rawLength);
+            Varints.write(blockIndex, inBlock);
+            writeInt(blockIndex, crc(compressed, 0, length));
+            rawLength = 0;
+            inBlock = 0;
+            blocks++;
+        }
+
+        /** The file's bytes: the last block, the footer and the tail. */
+        byte[] finish() {
+            if (inBlock > 0) {
+                endBlock();
+            }
+            ByteArrayOutputStream footer = new ByteArrayOutputStream();
+            writeInt(footer, FOOTER_MAGIC);
+            Varints.write(footer, entries);
+            IndexFile.writeFileTable(footer, files.toArray(String[]::new));
+            Varints.write(footer, blocks);
+            footer.writeBytes(blockIndex.toByteArray());
+            byte[] compressedFooter = Zstd.compress(footer.toByteArray(), LEVEL);
+            file.writeBytes(compressedFooter);
+            writeInt(file, compressedFooter.length);
+            writeInt(file, crc(compressedFooter, 0, compressedFooter.length));
+            writeInt(file, TAIL_MAGIC);
+            return file.toByteArray();
+        }
+    }
+
+    /**
+     * A whole part's entries one at a time, in key order, decoded a block at a time (a merge of
+     * sorted runs reads them); the key is valid until the next call to {@link #next}.
+     */
+    static final class Cursor {
+        private final Footer footer;
+        private final byte[] file;
+        private int block = -1;
+        private int left;
+        private Reader in;
+        private BlockEntries current;
+
+        Cursor(Footer footer, byte[] file) {
+            this.footer = footer;
+            this.file = file;
+        }
+
+        /** Moves to the next entry; false after the last. */
+        boolean next() {
+            while (left == 0) {
+                if (in != null && in.position() != footer.rawLengths[block]) {
+                    throw in.damaged("block " + block + " does not end where its entry count says");
+                }
+                if (++block >= footer.blocks()) {
+                    return false;
+                }
+                in = PartFile.block(footer, block, file, (int) footer.offsets[block]);
+                current = new BlockEntries(footer, in);
+                left = footer.counts[block];
+            }
+            current.next();
+            left--;
+            return true;
+        }
+
+        /** Orders cursors by their current keys, unsigned. */
+        int compareKeys(Cursor other) {
+            return Arrays.compareUnsigned(
+                    current.keyBuffer, 0, current.keyLength, other.current.keyBuffer, 0, other.current.keyLength);
+        }
+
+        byte[] keyBuffer() {
+            return current.keyBuffer;
+        }
+
+        int keyLength() {
+            return current.keyLength;
+        }
+
+        String file() {
+            return footer.files[current.ref];
+        }
+
+        /** Copies this entry, its data file as {@code fileRef} of {@code out}'s table, into {@code out}. */
+        void copyTo(Writer out, int fileRef) {
+            out.add(
+                    current.keyBuffer,
+                    0,
+                    current.keyLength,
+                    fileRef,
+                    current.position,
+                    in.data,
+                    current.sequenceFrom,
+                    current.sequenceLength);
+        }
     }
 
     /**
@@ -288,7 +472,10 @@ final class PartFile {
             }
             if (k < keys.size() && entries.compareKeyTo(keys.get(k)) == 0) {
                 found.add(new IndexEntries.Entry(
-                        entries.key(), footer.files[entries.ref], entries.position, new BigInteger(entries.sequence)));
+                        entries.key(),
+                        footer.files[entries.ref],
+                        entries.position,
+                        new BigInteger(entries.sequence())));
                 k++;
             }
         }
@@ -304,7 +491,14 @@ final class PartFile {
             BlockEntries entries = new BlockEntries(footer, in);
             for (int i = 0; i < footer.counts[b]; i++) {
                 entries.next();
-                if (!out.append(entries.key(), entries.ref, entries.position, entries.sequence)) {
+                if (!out.append(
+                        entries.keyBuffer,
+                        entries.keyLength,
+                        entries.ref,
+                        entries.position,
+                        in.data,
+                        entries.sequenceFrom,
+                        entries.sequenceLength)) {
                     throw in.damaged("keys out of order (entry " + i + " of block " + b + ")");
                 }
             }
@@ -323,7 +517,8 @@ final class PartFile {
         private int keyLength;
         int ref;
         long position;
-        byte[] sequence;
+        int sequenceFrom; // the sequence is a range of the block's raw bytes (in.data)
+        int sequenceLength;
 
         BlockEntries(Footer footer, Reader in) {
             this.footer = footer;
@@ -343,14 +538,19 @@ final class PartFile {
             keyLength = shared + rest;
             ref = (int) in.varint() - 1;
             position = in.varint();
-            sequence = in.bytes();
-            if (ref < 0 || ref >= footer.files.length || sequence.length == 0) {
+            sequenceLength = in.count(Integer.MAX_VALUE);
+            sequenceFrom = in.skip(sequenceLength);
+            if (ref < 0 || ref >= footer.files.length || sequenceLength == 0) {
                 throw in.damaged("an entry pointing to no data file");
             }
         }
 
         byte[] key() {
             return Arrays.copyOf(keyBuffer, keyLength);
+        }
+
+        byte[] sequence() {
+            return Arrays.copyOfRange(in.data, sequenceFrom, sequenceFrom + sequenceLength);
         }
 
         /** Compares this entry's key with {@code other}, unsigned. */
@@ -375,13 +575,12 @@ final class PartFile {
      */
     private static byte[] decompress(String location, String what, byte[] data, int at, int length, int rawLength) {
         try {
-            byte[] frame = Arrays.copyOfRange(data, at, at + length);
-            long size = rawLength >= 0 ? rawLength : Zstd.decompressedSize(frame);
+            long size = rawLength >= 0 ? rawLength : Zstd.decompressedSize(data, at, length);
             if (size <= 0 || size > MAX_RAW_BYTES) {
                 throw new DamagedIndexException(location + " has a " + what + " of " + size + " bytes uncompressed");
             }
             byte[] raw = new byte[(int) size];
-            long n = Zstd.decompress(raw, frame);
+            long n = Zstd.decompressByteArray(raw, 0, raw.length, data, at, length);
             if (Zstd.isError(n) || n != size) {
                 throw new DamagedIndexException(
                         location + " has a damaged " + what + " (" + n + " of " + size + " bytes)");
@@ -456,6 +655,15 @@ final class PartFile {
             int v = readInt(data, at);
             at += 4;
             return v;
+        }
+
+        /** Skips {@code n} bytes; returns where they start. */
+        int skip(int n) {
+            if (n < 0 || at + n > data.length) {
+                throw damaged("an entry cut short");
+            }
+            at += n;
+            return at - n;
         }
 
         byte[] bytes() {

@@ -3,6 +3,7 @@ package dev.ddb2iceberg.index;
 import dev.ddb2iceberg.util.Futures;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.PriorityQueue;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -152,21 +153,23 @@ public final class PartSorter implements AutoCloseable {
         long largest = 1;
         for (List<IndexManifest.Part> partRuns : runs) {
             largest = Math.max(
-                    largest, partRuns.stream().mapToLong(r -> r.entries()).sum());
+                    largest,
+                    partRuns.stream().mapToLong(IndexManifest.Part::length).sum());
         }
-        // A merge holds its runs' entries and the merged copy: about 2 x 60 bytes an entry.
-        int atOnce = (int) Math.max(1, Math.min(parts, memoryBytes / (largest * 120)));
+        // A merge holds its runs as stored and the part it encodes (a growing buffer and its copy):
+        // about four times the runs' bytes, whatever the entries' count.
+        int atOnce = (int) Math.max(1, Math.min(threads, memoryBytes / (4 * largest)));
         LOG.info(
                 "Key index rebuild: merging the {} runs of each of {} parts, {} parts at a time",
                 spills,
                 parts,
                 atOnce);
-        ExecutorService merges = Executors.newFixedThreadPool(Math.min(atOnce, threads));
+        ExecutorService merges = Executors.newFixedThreadPool(atOnce);
         try {
             List<Future<?>> writes = new ArrayList<>();
             for (int p = 0; p < parts; p++) {
                 int part = p;
-                writes.add(merges.submit(() -> build.writePart(part, merged(runs.get(part)))));
+                writes.add(merges.submit(() -> merge(part, build)));
             }
             writes.forEach(w -> Futures.join(w, "merging the key index's runs"));
         } finally {
@@ -175,22 +178,32 @@ public final class PartSorter implements AutoCloseable {
         return added;
     }
 
-    /** One part's runs (each sorted) merged two by two into one sorted set of entries. */
-    private IndexEntries merged(List<IndexManifest.Part> partRuns) {
+    /**
+     * Merges one part's runs (each sorted) into the part, streaming: entries go from the runs' blocks
+     * straight into the new part's blocks, so memory follows the part's bytes, not its entry count.
+     */
+    private void merge(int part, KeyIndex.Build build) {
         PartReads reads = new PartReads(table.io(), new IndexCache(0));
-        List<IndexEntries> level = new ArrayList<>();
-        for (IndexManifest.Part run : partRuns) {
-            level.add(reads.readAll(run));
-        }
-        while (level.size() > 1) {
-            List<IndexEntries> next = new ArrayList<>();
-            for (int i = 0; i < level.size(); i += 2) {
-                // A rebuild meets each live key once, so which run wins a tie does not arise.
-                next.add(i + 1 < level.size() ? level.get(i).overlay(level.get(i + 1), false) : level.get(i));
+        PriorityQueue<PartFile.Cursor> heads = new PriorityQueue<>(PartFile.Cursor::compareKeys);
+        for (IndexManifest.Part run : runs.get(part)) {
+            byte[] bytes = reads.range(run.path(), run.length(), 0, (int) run.length());
+            PartFile.Cursor cursor = new PartFile.Cursor(PartFile.footer(run.path(), run.length(), bytes), bytes);
+            if (cursor.next()) {
+                heads.add(cursor);
             }
-            level = next;
         }
-        return level.isEmpty() ? IndexEntries.EMPTY : level.get(0);
+        PartFile.Writer out = new PartFile.Writer(new String[0], 1 << 16);
+        while (!heads.isEmpty()) {
+            PartFile.Cursor c = heads.poll();
+            // A rebuild meets each live key once; were a key in two runs, the first met would stay.
+            if (out.follows(c.keyBuffer(), 0, c.keyLength())) {
+                c.copyTo(out, out.fileRef(c.file()));
+            }
+            if (c.next()) {
+                heads.add(c);
+            }
+        }
+        build.writeEncoded(part, out.finish(), out.entries());
     }
 
     /** Deletes the runs (the parts written into the build stay) and stops the sorter's threads. */

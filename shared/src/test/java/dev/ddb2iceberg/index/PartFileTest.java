@@ -145,4 +145,57 @@ class PartFileTest {
                 PartFile.footer("part.bin", good.length, Arrays.copyOfRange(good, good.length - 12, good.length)),
                 "only the tail read: the footer must be read too");
     }
+
+    @Test
+    void runsMergedThroughCursorsIntoAWriterReadBackAsTheirUnion() {
+        // What a rebuild's external sort does with its sorted runs: three runs, each every third
+        // entry of one sorted set, merged in key order into one new part.
+        IndexEntries all = entries(12_000, new Random(5));
+        List<PartFile.Cursor> cursors = new ArrayList<>();
+        for (int run = 0; run < 3; run++) {
+            IndexEntries.Builder b = new IndexEntries.Builder();
+            for (int i = run; i < all.size(); i += 3) {
+                b.add(all.entry(i));
+            }
+            byte[] file = PartFile.encode(b.build());
+            PartFile.Cursor c = new PartFile.Cursor(footerOf(file), file);
+            assertTrue(c.next(), "run " + run + " has entries");
+            cursors.add(c);
+        }
+        PartFile.Writer out = new PartFile.Writer(new String[0], all.size());
+        while (!cursors.isEmpty()) {
+            PartFile.Cursor least =
+                    cursors.stream().min(PartFile.Cursor::compareKeys).orElseThrow();
+            assertTrue(out.follows(least.keyBuffer(), 0, least.keyLength()), "the runs give keys in order");
+            least.copyTo(out, out.fileRef(least.file()));
+            if (!least.next()) {
+                cursors.remove(least);
+            }
+        }
+        assertEquals(all.size(), out.entries(), "every entry of every run written once");
+        byte[] merged = out.finish();
+        IndexEntries back = PartFile.readAll(footerOf(merged), merged);
+        assertEquals(all.size(), back.size());
+        for (int i = 0; i < all.size(); i++) {
+            assertEquals(describe(all.entry(i)), describe(back.entry(i)), "entry " + i);
+            assertTrue(Arrays.equals(all.key(i), back.key(i)), "key of entry " + i);
+        }
+    }
+
+    @Test
+    void aCursorRefusesADamagedBlockInsteadOfEndingEarly() {
+        byte[] file = PartFile.encode(entries(3_000, new Random(6)));
+        PartFile.Footer footer = footerOf(file);
+        file[(int) footer.offset(footer.blocks() / 2) + 3] ^= 0x40;
+        PartFile.Cursor c = new PartFile.Cursor(footer, file);
+        int read = 0;
+        try {
+            while (c.next()) {
+                read++;
+            }
+            throw new AssertionError("a damaged block read as the end of the part after " + read + " entries");
+        } catch (DamagedIndexException expected) {
+            assertTrue(read < 3_000, "refused before the damaged block's entries: " + read);
+        }
+    }
 }
