@@ -139,35 +139,6 @@ public final class IndexEntries {
         return fileRefs[i];
     }
 
-    /**
-     * These entries with {@code newer} laid over them: a key in both takes newer's entry. RemovalsFile
-     * are dropped when {@code keepTombstones} is false (a base part has nothing under it). Both are
-     * sorted, so this is one merging pass, with no object per entry: a fold of a part of millions of
-     * entries costs the new arrays and nothing more.
-     */
-    public IndexEntries overlay(IndexEntries newer, boolean keepTombstones) {
-        Appender out = new Appender(new String[0], size() + newer.size());
-        FileRefs ourFiles = new FileRefs(files, out);
-        FileRefs newerFiles = new FileRefs(newer.files, out);
-        int i = 0;
-        int j = 0;
-        while (i < size() || j < newer.size()) {
-            int c = i == size() ? 1 : j == newer.size() ? -1 : compareKeys(i, newer, j);
-            IndexEntries from = c < 0 ? this : newer;
-            int at = c < 0 ? i : j;
-            if (keepTombstones || from.fileRefs[at] >= 0) {
-                out.copy(from, at, (c < 0 ? ourFiles : newerFiles).map(from.fileRefs[at]));
-            }
-            if (c <= 0) {
-                i++;
-            }
-            if (c >= 0) {
-                j++;
-            }
-        }
-        return out.build();
-    }
-
     /** A key as a map key (arrays compare by identity). */
     public record ByteKey(byte[] bytes) {
         @Override

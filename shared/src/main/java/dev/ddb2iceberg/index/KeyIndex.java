@@ -2,7 +2,10 @@ package dev.ddb2iceberg.index;
 
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.util.Futures;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
@@ -235,7 +238,7 @@ public final class KeyIndex {
             }
             for (Map.Entry<Integer, List<byte[]>> inBlock : byBlock.entrySet()) {
                 List<byte[]> sorted = new ArrayList<>(inBlock.getValue());
-                sorted.sort(java.util.Arrays::compareUnsigned);
+                sorted.sort(Arrays::compareUnsigned);
                 int block = inBlock.getKey();
                 blockReads.add(PartReads.BLOCK_READS.submit(() -> reads.find(footer, block, sorted)));
             }
@@ -459,12 +462,14 @@ public final class KeyIndex {
             return new IndexManifest.Part(
                     before.path(), before.length(), before.footer(), before.entries(), generation);
         }
-        IndexEntries old = before.path() == null ? IndexEntries.EMPTY : reads.readAll(before);
-        IndexEntries folded = old.overlay(newer.build(), false);
-        if (folded.size() == 0) {
+        IndexEntries changes = newer.build();
+        PartFile.Writer out = before.path() == null
+                ? PartFile.overlay(null, null, changes)
+                : reads.readWhole(before, whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes));
+        if (out.entries() == 0) {
             return new IndexManifest.Part(null, 0, 0, 0, generation);
         }
-        return writePart(io, cache.disk(), path, folded, generation);
+        return writeEncoded(io, cache.disk(), path, out.finish(), out.entries(), generation);
     }
 
     /** Writes a part file; {@code keep}: the disk cache that keeps a copy, or null. */
@@ -477,8 +482,8 @@ public final class KeyIndex {
             FileIO io, DiskCache keep, String path, byte[] bytes, long entries, long generation) {
         try (var out = io.newOutputFile(path).createOrOverwrite()) {
             out.write(bytes);
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("could not write key index part " + path, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not write key index part " + path, e);
         }
         if (keep != null) {
             keep.put(path, bytes); // its lookups and next fold then read local disk, not S3

@@ -65,6 +65,76 @@ final class PartFile {
     }
 
     /**
+     * A part's entries with {@code changes} (sorted, tombstones among them) laid over them, in one
+     * pass, as a new part: the part's entries stream from its blocks into the new part's, and nothing
+     * of the part is held decoded. A change replaces its key's entry, a tombstone removes it (a base
+     * part has nothing under it to mark). {@code footer} null: the part is empty. Data files enter
+     * the new part's table only when an entry that points to one is written, so files no entry
+     * points to any more (rewritten, every row replaced) leave it.
+     */
+    static Writer overlay(Footer footer, byte[] part, IndexEntries changes) {
+        Writer out =
+                new Writer(new String[0], footer == null ? changes.size() : (int) Math.min(1 << 24, footer.entries));
+        FileRefs changeRefs = new FileRefs(changes.files(), out);
+        int j = 0;
+        if (footer != null) {
+            Cursor old = new Cursor(footer, part);
+            FileRefs oldRefs = new FileRefs(footer.files, out);
+            while (old.next()) {
+                for (; j < changes.size() && old.compareKeyTo(changes, j) > 0; j++) {
+                    copyChange(changes, j, changeRefs, out);
+                }
+                if (j < changes.size() && old.compareKeyTo(changes, j) == 0) {
+                    copyChange(changes, j++, changeRefs, out); // it replaces (or removes) the part's entry
+                } else if (out.follows(old.keyBuffer(), 0, old.keyLength())) {
+                    old.copyTo(out, oldRefs.map(old.fileIndex()));
+                } else {
+                    throw new DamagedIndexException(footer.location + " is damaged: keys out of order");
+                }
+            }
+        }
+        for (; j < changes.size(); j++) {
+            copyChange(changes, j, changeRefs, out);
+        }
+        return out;
+    }
+
+    private static void copyChange(IndexEntries changes, int i, FileRefs refs, Writer out) {
+        if (changes.fileRef(i) >= 0) {
+            out.add(
+                    changes.keyData(),
+                    changes.keyFrom(i),
+                    changes.keyLength(i),
+                    refs.map(changes.fileRef(i)),
+                    changes.position(i),
+                    changes.sequenceData(),
+                    changes.sequenceFrom(i),
+                    changes.sequenceLength(i));
+        }
+    }
+
+    /** One file table's references mapped to a writer's, each file added when first needed. */
+    private static final class FileRefs {
+        private final String[] files;
+        private final int[] mapped;
+        private final Writer out;
+
+        FileRefs(String[] files, Writer out) {
+            this.files = files;
+            this.mapped = new int[files.length];
+            this.out = out;
+            Arrays.fill(mapped, -1);
+        }
+
+        int map(int ref) {
+            if (mapped[ref] < 0) {
+                mapped[ref] = out.fileRef(files[ref]);
+            }
+            return mapped[ref];
+        }
+    }
+
+    /**
      * Encodes entries as they come, in key order, a block at a time: a merge of sorted runs streams
      * into it without holding its entries decoded.
      */
@@ -258,6 +328,13 @@ final class PartFile {
                     current.keyBuffer, 0, current.keyLength, other.current.keyBuffer, 0, other.current.keyLength);
         }
 
+        /** Compares this entry's key with entry {@code i} of {@code entries}, unsigned. */
+        int compareKeyTo(IndexEntries entries, int i) {
+            int from = entries.keyFrom(i);
+            return Arrays.compareUnsigned(
+                    current.keyBuffer, 0, current.keyLength, entries.keyData(), from, from + entries.keyLength(i));
+        }
+
         byte[] keyBuffer() {
             return current.keyBuffer;
         }
@@ -268,6 +345,11 @@ final class PartFile {
 
         String file() {
             return footer.files[current.ref];
+        }
+
+        /** This entry's data file as a reference into the footer's file table. */
+        int fileIndex() {
+            return current.ref;
         }
 
         /** Copies this entry, its data file as {@code fileRef} of {@code out}'s table, into {@code out}. */

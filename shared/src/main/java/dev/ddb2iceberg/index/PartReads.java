@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.RangeReadable;
@@ -101,25 +102,44 @@ final class PartReads {
         return found;
     }
 
-    /** Every entry of a part (a fold rewrites it): from the disk cache, else one GET of the whole file. */
-    IndexEntries readAll(IndexManifest.Part part) {
+    /** A whole part's bytes and its footer; {@code fromDisk}: read from the disk cache, not storage. */
+    record Whole(PartFile.Footer footer, byte[] bytes, boolean fromDisk) {}
+
+    /**
+     * Decodes a whole part (a fold rewrites it) read from the disk cache, else in one GET; when the
+     * disk's copy turns out damaged, it is dropped and the part read again from storage.
+     */
+    <T> T readWhole(IndexManifest.Part part, Function<Whole, T> decode) {
+        Whole whole = whole(part, true);
+        try {
+            return decode.apply(whole);
+        } catch (DamagedIndexException damaged) {
+            if (!whole.fromDisk()) {
+                throw damaged;
+            }
+            cache.disk().remove(part.path());
+            return decode.apply(whole(part, false));
+        }
+    }
+
+    private Whole whole(IndexManifest.Part part, boolean fromDisk) {
         PartFile.Footer footer = footer(part);
         DiskCache disk = cache.disk();
-        byte[] local = disk == null ? null : disk.readAll(part.path());
+        byte[] local = disk == null || !fromDisk ? null : disk.readAll(part.path());
         if (local != null && local.length == part.length()) {
-            try {
-                IndexEntries all = PartFile.readAll(footer, local);
-                cache.recordDiskRead(local.length);
-                return all;
-            } catch (DamagedIndexException damagedOnDisk) {
-                disk.remove(part.path());
-            }
+            cache.recordDiskRead(local.length);
+            return new Whole(footer, local, true);
         }
         if (part.length() > Integer.MAX_VALUE - 16) {
             throw new IllegalStateException("key index part " + part.path() + " is " + part.length()
                     + " bytes, more than one read can hold: rebuild the index with more KEY_INDEX_PARTS");
         }
-        return PartFile.readAll(footer, range(part.path(), part.length(), 0, (int) part.length()));
+        return new Whole(footer, range(part.path(), part.length(), 0, (int) part.length()), false);
+    }
+
+    /** Every entry of a part. */
+    IndexEntries readAll(IndexManifest.Part part) {
+        return readWhole(part, w -> PartFile.readAll(w.footer(), w.bytes()));
     }
 
     /** {@code length} bytes at {@code offset} of a file of {@code fileLength} bytes, in one ranged GET. */

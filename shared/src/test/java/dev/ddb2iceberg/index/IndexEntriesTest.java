@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.index;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
@@ -60,49 +58,5 @@ class IndexEntriesTest {
         }
         assertEquals(expected.get("k17"), built.find(key(17)) == null ? null : describe(built.find(key(17))));
         assertNull(built.find(key(99_999)), "a key never added is not found");
-    }
-
-    @Test
-    void anOverlayTakesTheNewerEntryOfEachKeyAndDropsTombstonesOnlyWhenAsked() {
-        Random random = new Random(6);
-        IndexEntries.Builder older = new IndexEntries.Builder();
-        IndexEntries.Builder newer = new IndexEntries.Builder();
-        Map<String, String> expectedKept = new TreeMap<>();
-        for (int n = 0; n < 3_000; n += 1 + random.nextInt(3)) {
-            IndexEntries.Entry e = new IndexEntries.Entry(key(n), "old" + (n % 5), n, BigInteger.valueOf(n));
-            older.add(e);
-            expectedKept.put("k" + n, describe(e));
-        }
-        for (int n = 0; n < 3_500; n += 1 + random.nextInt(5)) {
-            String file = random.nextBoolean() ? null : "new" + (n % 3);
-            IndexEntries.Entry e = new IndexEntries.Entry(key(n), file, n * 10L, BigInteger.valueOf(10_000L + n));
-            newer.add(e);
-            expectedKept.put("k" + n, describe(e));
-        }
-        IndexEntries base = older.build();
-        IndexEntries delta = newer.build();
-        assertEquals(expectedKept, asMap(base.overlay(delta, true)), "with tombstones kept");
-        Map<String, String> expectedLive = new TreeMap<>(expectedKept);
-        expectedLive.values().removeIf("-"::equals);
-        IndexEntries folded = base.overlay(delta, false);
-        assertEquals(expectedLive, asMap(folded), "with tombstones dropped");
-        // The file table keeps only files some entry still points to.
-        List<String> files = List.of(folded.files());
-        for (String f : files) {
-            assertTrue(expectedLive.values().stream().anyMatch(v -> v.startsWith(f + "@")), f + " is still pointed to");
-        }
-    }
-
-    @Test
-    void overlayingAllOfAPartsKeysWithTombstonesLeavesItEmpty() {
-        IndexEntries.Builder older = new IndexEntries.Builder();
-        IndexEntries.Builder removals = new IndexEntries.Builder();
-        for (int n = 0; n < 100; n++) {
-            older.add(new IndexEntries.Entry(key(n), "f", n, BigInteger.ONE));
-            removals.add(new IndexEntries.Entry(key(n), null, 0, BigInteger.ZERO));
-        }
-        IndexEntries folded = older.build().overlay(removals.build(), false);
-        assertEquals(0, folded.size());
-        assertArrayEquals(new String[0], folded.files(), "no file is left in the table");
     }
 }

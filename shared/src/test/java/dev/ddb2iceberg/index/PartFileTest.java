@@ -10,7 +10,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -197,5 +199,82 @@ class PartFileTest {
         } catch (DamagedIndexException expected) {
             assertTrue(read < 3_000, "refused before the damaged block's entries: " + read);
         }
+    }
+
+    private static byte[] key(int n) {
+        return ("k" + n).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A fold: the changes laid over an encoded part, read back. */
+    private static IndexEntries overlay(IndexEntries part, IndexEntries changes) {
+        byte[] file = part.size() == 0 ? null : PartFile.encode(part);
+        PartFile.Writer out = PartFile.overlay(file == null ? null : footerOf(file), file, changes);
+        byte[] folded = out.finish();
+        return PartFile.readAll(footerOf(folded), folded);
+    }
+
+    private static Map<String, String> asMap(IndexEntries entries) {
+        Map<String, String> m = new TreeMap<>();
+        for (int i = 0; i < entries.size(); i++) {
+            m.put(new String(entries.key(i), StandardCharsets.UTF_8), describe(entries.entry(i)));
+        }
+        return m;
+    }
+
+    @Test
+    void aFoldTakesTheChangeOfEachKeyDropsRemovedKeysAndKeepsOnlyFilesStillPointedTo() {
+        Random random = new Random(6);
+        IndexEntries.Builder older = new IndexEntries.Builder();
+        IndexEntries.Builder newer = new IndexEntries.Builder();
+        Map<String, String> expected = new TreeMap<>();
+        for (int n = 0; n < 3_000; n += 1 + random.nextInt(3)) {
+            IndexEntries.Entry e = new IndexEntries.Entry(key(n), "old" + (n % 5), n, BigInteger.valueOf(n + 1));
+            older.add(e);
+            expected.put("k" + n, describe(e));
+        }
+        for (int n = 0; n < 3_500; n += 1 + random.nextInt(5)) {
+            String file = random.nextBoolean() ? null : "new" + (n % 3);
+            IndexEntries.Entry e = new IndexEntries.Entry(key(n), file, n * 10L, BigInteger.valueOf(10_000L + n));
+            newer.add(e);
+            if (file == null) {
+                expected.remove("k" + n);
+            } else {
+                expected.put("k" + n, describe(e));
+            }
+        }
+        IndexEntries folded = overlay(older.build(), newer.build());
+        assertEquals(expected, asMap(folded), "each key's change, removed keys gone, the rest as they were");
+        for (String f : folded.files()) {
+            assertTrue(expected.values().stream().anyMatch(v -> v.startsWith(f + "@")), f + " is still pointed to");
+        }
+        assertEquals(
+                asMap(newerOnly(newer.build())),
+                asMap(overlay(IndexEntries.empty(), newer.build())),
+                "a fold onto an empty part is the changes' live entries");
+    }
+
+    private static IndexEntries newerOnly(IndexEntries changes) {
+        IndexEntries.Builder live = new IndexEntries.Builder();
+        for (int i = 0; i < changes.size(); i++) {
+            if (!changes.entry(i).isTombstone()) {
+                live.add(changes.entry(i));
+            }
+        }
+        return live.build();
+    }
+
+    @Test
+    void removingEveryKeyOfAPartLeavesItEmptyWithNoFileInItsTable() {
+        IndexEntries.Builder older = new IndexEntries.Builder();
+        IndexEntries.Builder removals = new IndexEntries.Builder();
+        for (int n = 0; n < 100; n++) {
+            older.add(new IndexEntries.Entry(key(n), "f", n, BigInteger.ONE));
+            removals.add(new IndexEntries.Entry(key(n), null, 0, BigInteger.ZERO));
+        }
+        byte[] file = PartFile.encode(older.build());
+        PartFile.Writer out = PartFile.overlay(footerOf(file), file, removals.build());
+        assertEquals(0, out.entries(), "no entry is left");
+        byte[] folded = out.finish();
+        assertEquals(0, footerOf(folded).files.length, "no file is left in the table");
     }
 }
