@@ -323,6 +323,9 @@ public final class KeyIndex {
     }
 
     /** Folds done ahead of the commit run here, one at a time, beside the merge's own work. */
+    /** Threads one part's fold is cut over: every core (a fold is CPU: decoding and encoding each entry). */
+    private static final int FOLD_THREADS = Runtime.getRuntime().availableProcessors();
+
     private static final ExecutorService FOLDS_AHEAD = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "key-index-fold-ahead");
         t.setDaemon(true);
@@ -465,7 +468,8 @@ public final class KeyIndex {
         IndexEntries changes = newer.build();
         PartFile.Writer out = before.path() == null
                 ? PartFile.overlay(null, null, changes)
-                : reads.readWhole(before, whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes));
+                : reads.readWhole(
+                        before, whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS));
         if (out.entries() == 0) {
             return new IndexManifest.Part(null, 0, 0, 0, generation);
         }

@@ -2,6 +2,7 @@ package dev.ddb2iceberg.index;
 
 import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdException;
+import dev.ddb2iceberg.util.Futures;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -10,6 +11,9 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.zip.CRC32;
 
 /**
@@ -73,18 +77,96 @@ final class PartFile {
      * points to any more (rewritten, every row replaced) leave it.
      */
     static Writer overlay(Footer footer, byte[] part, IndexEntries changes) {
-        Writer out =
-                new Writer(new String[0], footer == null ? changes.size() : (int) Math.min(1 << 24, footer.entries));
+        return overlay(footer, part, changes, 1);
+    }
+
+    /**
+     * {@link #overlay}, cut into {@code ranges} ranges of the part's blocks (and the changes between
+     * their first keys) folded on as many threads; the new part is their blocks end to end, over one
+     * data file table. A fold's cost is CPU (decoding and encoding every entry), so a merger with
+     * more cores folds faster.
+     */
+    static Writer overlay(Footer footer, byte[] part, IndexEntries changes, int ranges) {
+        int blocks = footer == null ? 0 : footer.blocks();
+        int n = Math.max(1, Math.min(ranges, blocks / MIN_BLOCKS_PER_RANGE));
+        FileTable table = new FileTable();
+        Writer[] out = new Writer[n];
+        int[] changeFrom = new int[n + 1];
+        changeFrom[n] = changes.size();
+        for (int r = 1; r < n; r++) {
+            changeFrom[r] = firstAtOrAbove(changes, footer.firstKey(r * blocks / n));
+        }
+        List<Future<?>> folds = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            int range = r;
+            long expected = footer == null ? changes.size() : footer.entries / n;
+            out[r] = new Writer(table, (int) Math.min(1 << 24, expected));
+            Runnable fold = () -> overlayRange(
+                    footer,
+                    part,
+                    range * blocks / n,
+                    (range + 1) * blocks / n,
+                    changes,
+                    changeFrom[range],
+                    changeFrom[range + 1],
+                    out[range]);
+            if (r < n - 1) {
+                folds.add(FOLD_RANGES.submit(fold));
+            } else {
+                fold.run(); // the last range in this thread
+            }
+        }
+        folds.forEach(f -> Futures.join(f, "folding a key index part"));
+        return n == 1 ? out[0] : Writer.join(out);
+    }
+
+    /** Fewer blocks than this a thread are not worth a thread's start. */
+    private static final int MIN_BLOCKS_PER_RANGE = 256;
+
+    private static final ExecutorService FOLD_RANGES =
+            Executors.newFixedThreadPool(Runtime.getRuntime().availableProcessors(), r -> {
+                Thread t = new Thread(r, "key-index-fold");
+                t.setDaemon(true);
+                return t;
+            });
+
+    /** The first change whose key is not below {@code key} (changes are sorted). */
+    private static int firstAtOrAbove(IndexEntries changes, byte[] key) {
+        int lo = 0;
+        int hi = changes.size();
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            int from = changes.keyFrom(mid);
+            if (Arrays.compareUnsigned(changes.keyData(), from, from + changes.keyLength(mid), key, 0, key.length)
+                    < 0) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+
+    /** Blocks [fromBlock, toBlock) of the part with changes [fromChange, toChange) laid over them, into {@code out}. */
+    private static void overlayRange(
+            Footer footer,
+            byte[] part,
+            int fromBlock,
+            int toBlock,
+            IndexEntries changes,
+            int fromChange,
+            int toChange,
+            Writer out) {
         FileRefs changeRefs = new FileRefs(changes.files(), out);
-        int j = 0;
+        int j = fromChange;
         if (footer != null) {
-            Cursor old = new Cursor(footer, part);
+            Cursor old = new Cursor(footer, part, fromBlock, toBlock);
             FileRefs oldRefs = new FileRefs(footer.files, out);
             while (old.next()) {
-                for (; j < changes.size() && old.compareKeyTo(changes, j) > 0; j++) {
+                for (; j < toChange && old.compareKeyTo(changes, j) > 0; j++) {
                     copyChange(changes, j, changeRefs, out);
                 }
-                if (j < changes.size() && old.compareKeyTo(changes, j) == 0) {
+                if (j < toChange && old.compareKeyTo(changes, j) == 0) {
                     copyChange(changes, j++, changeRefs, out); // it replaces (or removes) the part's entry
                 } else if (out.follows(old.keyBuffer(), 0, old.keyLength())) {
                     old.copyTo(out, oldRefs.map(old.fileIndex()));
@@ -93,10 +175,9 @@ final class PartFile {
                 }
             }
         }
-        for (; j < changes.size(); j++) {
+        for (; j < toChange; j++) {
             copyChange(changes, j, changeRefs, out);
         }
-        return out;
     }
 
     private static void copyChange(IndexEntries changes, int i, FileRefs refs, Writer out) {
@@ -146,30 +227,32 @@ final class PartFile {
         private int rawLength;
         private byte[] compressed = new byte[(int) Zstd.compressBound(raw.length)];
         private final ByteArrayOutputStream blockIndex = new ByteArrayOutputStream();
-        private final List<String> files;
-        private final Map<String, Integer> fileRefs = new HashMap<>();
+        private final FileTable table;
         private byte[] previous = new byte[64]; // the last key written (a copy: callers reuse their buffers)
         private int previousLength = -1; // -1: nothing written yet
         private byte[] firstKey;
+        private byte[] firstKeyWritten; // this writer's first key (a joined range must follow the one before)
         private int inBlock;
         private int blocks;
         private long entries;
 
         /** {@code files}: the data file table the references given to {@link #add} point into. */
         Writer(String[] files, int expectedEntries) {
-            this.file = new ByteArrayOutputStream(Math.max(64, expectedEntries * 12));
-            this.files = new ArrayList<>(Arrays.asList(files));
-            for (int f = 0; f < files.length; f++) {
-                fileRefs.put(files[f], f);
+            this(new FileTable(), expectedEntries);
+            for (String f : files) {
+                table.ref(f);
             }
+        }
+
+        /** A writer of one key range of a part, whose data file table other ranges share. */
+        Writer(FileTable table, int expectedEntries) {
+            this.file = new ByteArrayOutputStream(Math.max(64, expectedEntries * 12));
+            this.table = table;
         }
 
         /** The reference of a data file in this part's table, added if new. */
         int fileRef(String location) {
-            return fileRefs.computeIfAbsent(location, f -> {
-                files.add(f);
-                return files.size() - 1;
-            });
+            return table.ref(location);
         }
 
         /** Whether a key ({@code keyLength} bytes from {@code keyFrom}) sorts above the last one added. */
@@ -197,6 +280,9 @@ final class PartFile {
             int shared = 0;
             if (inBlock == 0) {
                 firstKey = Arrays.copyOfRange(key, keyFrom, keyFrom + keyLength);
+                if (entries == 0) {
+                    firstKeyWritten = firstKey;
+                }
             } else {
                 shared = Arrays.mismatch(previous, 0, previousLength, key, keyFrom, keyFrom + keyLength);
                 shared = shared < 0 ? keyLength : Math.min(shared, Math.min(previousLength, keyLength));
@@ -267,6 +353,43 @@ final class PartFile {
             blocks++;
         }
 
+        /**
+         * The writers of a part's key ranges (in key order, over one file table) as one writer: their
+         * blocks end to end. Each range's last block stays as short as it ended.
+         */
+        static Writer join(Writer[] ranges) {
+            Writer all = new Writer(ranges[0].table, 0);
+            for (Writer r : ranges) {
+                if (r.table != all.table) {
+                    throw new IllegalArgumentException("key ranges of one part share one data file table");
+                }
+                if (r.inBlock > 0) {
+                    r.endBlock();
+                }
+                if (r.entries == 0) {
+                    continue;
+                }
+                if (all.previousLength >= 0
+                        && Arrays.compareUnsigned(
+                                        all.previous,
+                                        0,
+                                        all.previousLength,
+                                        r.firstKeyWritten,
+                                        0,
+                                        r.firstKeyWritten.length)
+                                >= 0) {
+                    throw new IllegalArgumentException("key ranges of a part out of order");
+                }
+                all.file.writeBytes(r.file.toByteArray());
+                all.blockIndex.writeBytes(r.blockIndex.toByteArray());
+                all.blocks += r.blocks;
+                all.entries += r.entries;
+                all.previous = r.previous;
+                all.previousLength = r.previousLength;
+            }
+            return all;
+        }
+
         /** The file's bytes: the last block, the footer and the tail. */
         byte[] finish() {
             if (inBlock > 0) {
@@ -275,7 +398,7 @@ final class PartFile {
             ByteArrayOutputStream footer = new ByteArrayOutputStream();
             writeInt(footer, FOOTER_MAGIC);
             Varints.write(footer, entries);
-            IndexFile.writeFileTable(footer, files.toArray(String[]::new));
+            IndexFile.writeFileTable(footer, table.files());
             Varints.write(footer, blocks);
             footer.writeBytes(blockIndex.toByteArray());
             byte[] compressedFooter = Zstd.compress(footer.toByteArray(), LEVEL);
@@ -287,6 +410,23 @@ final class PartFile {
         }
     }
 
+    /** A part's data file table, which the writers of its key ranges share. */
+    static final class FileTable {
+        private final List<String> files = new ArrayList<>();
+        private final Map<String, Integer> refs = new HashMap<>();
+
+        synchronized int ref(String location) {
+            return refs.computeIfAbsent(location, f -> {
+                files.add(f);
+                return files.size() - 1;
+            });
+        }
+
+        synchronized String[] files() {
+            return files.toArray(String[]::new);
+        }
+    }
+
     /**
      * A whole part's entries one at a time, in key order, decoded a block at a time (a merge of
      * sorted runs reads them); the key is valid until the next call to {@link #next}.
@@ -294,14 +434,23 @@ final class PartFile {
     static final class Cursor {
         private final Footer footer;
         private final byte[] file;
-        private int block = -1;
+        private int block;
         private int left;
         private Reader in;
         private BlockEntries current;
 
+        private final int toBlock;
+
         Cursor(Footer footer, byte[] file) {
+            this(footer, file, 0, footer.blocks());
+        }
+
+        /** Over blocks [fromBlock, toBlock) only. */
+        Cursor(Footer footer, byte[] file, int fromBlock, int toBlock) {
             this.footer = footer;
             this.file = file;
+            this.block = fromBlock - 1;
+            this.toBlock = toBlock;
         }
 
         /** Moves to the next entry; false after the last. */
@@ -310,7 +459,7 @@ final class PartFile {
                 if (in != null && in.position() != footer.rawLengths[block]) {
                     throw in.damaged("block " + block + " does not end where its entry count says");
                 }
-                if (++block >= footer.blocks()) {
+                if (++block >= toBlock) {
                     return false;
                 }
                 in = PartFile.block(footer, block, file, (int) footer.offsets[block]);
@@ -418,6 +567,11 @@ final class PartFile {
 
         int length(int block) {
             return lengths[block];
+        }
+
+        /** The first key of a block. */
+        byte[] firstKey(int block) {
+            return Arrays.copyOfRange(firstKeys, block == 0 ? 0 : firstKeyEnds[block - 1], firstKeyEnds[block]);
         }
 
         /** Where the footer starts: the blocks end there. */

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -276,5 +277,49 @@ class PartFileTest {
         assertEquals(0, out.entries(), "no entry is left");
         byte[] folded = out.finish();
         assertEquals(0, footerOf(folded).files.length, "no file is left in the table");
+    }
+
+    @Test
+    void aFoldCutIntoKeyRangesOnSeveralThreadsGivesWhatOneThreadGives() {
+        IndexEntries part = entries(400_000, new Random(7));
+        byte[] file = PartFile.encode(part);
+        PartFile.Footer footer = footerOf(file);
+        assertTrue(footer.blocks() >= 4 * 256, "enough blocks for four ranges: " + footer.blocks());
+        // Changes on the ranges' edges (each block's first key, replaced or removed), below the
+        // first key, above the last, and between.
+        IndexEntries.Builder changes = new IndexEntries.Builder();
+        Random random = new Random(8);
+        for (int b = 0; b < footer.blocks(); b++) {
+            String file2 = b % 3 == 0 ? null : "s3://bucket/data/new-" + (b % 4) + ".parquet";
+            changes.add(
+                    footer.firstKey(b),
+                    file2,
+                    b,
+                    BigInteger.valueOf(5_000_000L + b).toByteArray());
+        }
+        for (int i = 0; i < 5_000; i++) {
+            byte[] key = ("customer-" + random.nextInt(1_000_000) + "#new-" + i).getBytes(StandardCharsets.UTF_8);
+            changes.add(
+                    key,
+                    "s3://bucket/data/new-x.parquet",
+                    i,
+                    BigInteger.valueOf(6_000_000L + i).toByteArray());
+        }
+        changes.add(new byte[] {0}, "s3://bucket/data/first.parquet", 0, BigInteger.ONE.toByteArray());
+        changes.add(new byte[] {(byte) 0xFF, 1}, "s3://bucket/data/last.parquet", 0, BigInteger.ONE.toByteArray());
+        IndexEntries delta = changes.build();
+        byte[] one = PartFile.overlay(footer, file, delta, 1).finish();
+        byte[] four = PartFile.overlay(footer, file, delta, 4).finish();
+        IndexEntries expected = PartFile.readAll(footerOf(one), one);
+        IndexEntries got = PartFile.readAll(footerOf(four), four);
+        assertEquals(expected.size(), got.size(), "entries after the fold");
+        for (int i = 0; i < expected.size(); i++) {
+            assertTrue(Arrays.equals(expected.key(i), got.key(i)), "key of entry " + i);
+            assertEquals(describe(expected.entry(i)), describe(got.entry(i)), "entry " + i);
+        }
+        assertEquals(
+                new TreeSet<>(List.of(footerOf(one).files)),
+                new TreeSet<>(List.of(footerOf(four).files)),
+                "the same data files in the table");
     }
 }
