@@ -187,7 +187,7 @@ public final class IndexEntries {
             // Stable: among equal keys the one added last stays last, and wins below.
             Arrays.sort(order, (a, b) -> unsorted.compareKeys(a, unsorted, b));
             Appender sorted = new Appender(new String[0], order.length);
-            FileRefs refs = new FileRefs(unsorted.files, sorted);
+            FileRefs refs = new FileRefs(unsorted.files, sorted::fileId);
             for (int k = 0; k < order.length; k++) {
                 int i = order[k];
                 if (k + 1 < order.length && unsorted.compareKeys(i, unsorted, order[k + 1]) == 0) {
@@ -196,34 +196,6 @@ public final class IndexEntries {
                 sorted.copy(unsorted, i, refs.map(unsorted.fileRefs[i]));
             }
             return sorted.build();
-        }
-    }
-
-    /**
-     * Maps one entries' file references to an appender's, adding a file to its table only when an
-     * entry that points to it is copied: files no entry points to any more (rewritten by compaction,
-     * all rows replaced) leave the table at the next fold.
-     */
-    private static final class FileRefs {
-        private final String[] names;
-        private final int[] mapped;
-        private final Appender out;
-
-        FileRefs(String[] names, Appender out) {
-            this.names = names;
-            this.mapped = new int[names.length];
-            this.out = out;
-            Arrays.fill(mapped, -1);
-        }
-
-        int map(int ref) {
-            if (ref < 0) {
-                return -1; // a tombstone
-            }
-            if (mapped[ref] < 0) {
-                mapped[ref] = out.fileId(names[ref]);
-            }
-            return mapped[ref];
         }
     }
 

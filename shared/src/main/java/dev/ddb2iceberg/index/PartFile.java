@@ -157,11 +157,11 @@ final class PartFile {
             int fromChange,
             int toChange,
             Writer out) {
-        FileRefs changeRefs = new FileRefs(changes.files(), out);
+        FileRefs changeRefs = new FileRefs(changes.files(), out::fileRef);
         int j = fromChange;
         if (footer != null) {
             Cursor old = new Cursor(footer, part, fromBlock, toBlock);
-            FileRefs oldRefs = new FileRefs(footer.files, out);
+            FileRefs oldRefs = new FileRefs(footer.files, out::fileRef);
             while (old.next()) {
                 for (; j < toChange && old.compareKeyTo(changes, j) > 0; j++) {
                     copyChange(changes, j, changeRefs, out);
@@ -191,27 +191,6 @@ final class PartFile {
                     changes.sequenceData(),
                     changes.sequenceFrom(i),
                     changes.sequenceLength(i));
-        }
-    }
-
-    /** One file table's references mapped to a writer's, each file added when first needed. */
-    private static final class FileRefs {
-        private final String[] files;
-        private final int[] mapped;
-        private final Writer out;
-
-        FileRefs(String[] files, Writer out) {
-            this.files = files;
-            this.mapped = new int[files.length];
-            this.out = out;
-            Arrays.fill(mapped, -1);
-        }
-
-        int map(int ref) {
-            if (mapped[ref] < 0) {
-                mapped[ref] = out.fileRef(files[ref]);
-            }
-            return mapped[ref];
         }
     }
 
