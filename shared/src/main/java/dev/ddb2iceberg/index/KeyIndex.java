@@ -467,7 +467,7 @@ public final class KeyIndex {
         }
         IndexEntries changes = newer.build();
         PartFile.Writer out = before.path() == null
-                ? PartFile.overlay(null, null, changes)
+                ? PartFile.overlay(null, null, changes, 1)
                 : reads.readWhole(
                         before, whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS));
         if (out.entries() == 0) {

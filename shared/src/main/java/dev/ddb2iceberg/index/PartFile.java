@@ -75,13 +75,8 @@ final class PartFile {
      * part has nothing under it to mark). {@code footer} null: the part is empty. Data files enter
      * the new part's table only when an entry that points to one is written, so files no entry
      * points to any more (rewritten, every row replaced) leave it.
-     */
-    static Writer overlay(Footer footer, byte[] part, IndexEntries changes) {
-        return overlay(footer, part, changes, 1);
-    }
-
-    /**
-     * {@link #overlay}, cut into {@code ranges} ranges of the part's blocks (and the changes between
+     *
+     * <p>The fold is cut into {@code ranges} ranges of the part's blocks (and the changes between
      * their first keys) folded on as many threads; the new part is their blocks end to end, over one
      * data file table. A fold's cost is CPU (decoding and encoding every entry), so a merger with
      * more cores folds faster.
@@ -168,10 +163,12 @@ final class PartFile {
                 }
                 if (j < toChange && old.compareKeyTo(changes, j) == 0) {
                     copyChange(changes, j++, changeRefs, out); // it replaces (or removes) the part's entry
-                } else if (out.follows(old.keyBuffer(), 0, old.keyLength())) {
-                    old.copyTo(out, oldRefs.map(old.fileIndex()));
                 } else {
-                    throw new DamagedIndexException(footer.location + " is damaged: keys out of order");
+                    try {
+                        old.copyTo(out, oldRefs.map(old.fileIndex())); // checks the key follows the last
+                    } catch (IllegalArgumentException outOfOrder) {
+                        throw new DamagedIndexException(footer.location + " is damaged: keys out of order");
+                    }
                 }
             }
         }
@@ -480,6 +477,18 @@ final class PartFile {
             return current.ref;
         }
 
+        /** Appends this entry, its file reference unchanged, to {@code out}; false when its key does not follow. */
+        boolean appendTo(IndexEntries.Appender out) {
+            return out.append(
+                    current.keyBuffer,
+                    current.keyLength,
+                    current.ref,
+                    current.position,
+                    in.data,
+                    current.sequenceFrom,
+                    current.sequenceLength);
+        }
+
         /** Copies this entry, its data file as {@code fileRef} of {@code out}'s table, into {@code out}. */
         void copyTo(Writer out, int fileRef) {
             out.add(
@@ -701,24 +710,10 @@ final class PartFile {
     static IndexEntries readAll(Footer footer, byte[] file) {
         IndexEntries.Appender out =
                 new IndexEntries.Appender(footer.files, (int) Math.min(Integer.MAX_VALUE, footer.entries));
-        for (int b = 0; b < footer.blocks(); b++) {
-            Reader in = block(footer, b, file, (int) footer.offsets[b]);
-            BlockEntries entries = new BlockEntries(footer, in);
-            for (int i = 0; i < footer.counts[b]; i++) {
-                entries.next();
-                if (!out.append(
-                        entries.keyBuffer,
-                        entries.keyLength,
-                        entries.ref,
-                        entries.position,
-                        in.data,
-                        entries.sequenceFrom,
-                        entries.sequenceLength)) {
-                    throw in.damaged("keys out of order (entry " + i + " of block " + b + ")");
-                }
-            }
-            if (in.position() != footer.rawLengths[b]) {
-                throw in.damaged("block " + b + " does not end where its entry count says");
+        Cursor entries = new Cursor(footer, file);
+        for (long i = 0; entries.next(); i++) {
+            if (!entries.appendTo(out)) {
+                throw new DamagedIndexException(footer.location + " is damaged: keys out of order (entry " + i + ")");
             }
         }
         return out.build();

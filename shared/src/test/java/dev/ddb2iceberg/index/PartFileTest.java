@@ -209,7 +209,7 @@ class PartFileTest {
     /** A fold: the changes laid over an encoded part, read back. */
     private static IndexEntries overlay(IndexEntries part, IndexEntries changes) {
         byte[] file = part.size() == 0 ? null : PartFile.encode(part);
-        PartFile.Writer out = PartFile.overlay(file == null ? null : footerOf(file), file, changes);
+        PartFile.Writer out = PartFile.overlay(file == null ? null : footerOf(file), file, changes, 1);
         byte[] folded = out.finish();
         return PartFile.readAll(footerOf(folded), folded);
     }
@@ -273,7 +273,7 @@ class PartFileTest {
             removals.add(new IndexEntries.Entry(key(n), null, 0, BigInteger.ZERO));
         }
         byte[] file = PartFile.encode(older.build());
-        PartFile.Writer out = PartFile.overlay(footerOf(file), file, removals.build());
+        PartFile.Writer out = PartFile.overlay(footerOf(file), file, removals.build(), 1);
         assertEquals(0, out.entries(), "no entry is left");
         byte[] folded = out.finish();
         assertEquals(0, footerOf(folded).files.length, "no file is left in the table");
