@@ -92,6 +92,7 @@ public final class MetadataGrowth {
                     maintenanceOptions.maxGroupsPerRun(),
                     maintenanceOptions.minInputFiles(),
                     maintenanceOptions.deleteRatio(),
+                    maintenanceOptions.maxRunSeconds(),
                     SNAPSHOT_HOURS,
                     maintenanceOptions.minSnapshotsToKeep(),
                     maintenanceOptions.orphanMinAgeHours(),

@@ -228,6 +228,10 @@ public final class Settings {
             fixed("COMPACTION_MAX_GROUPS_PER_RUN", "16", "the most file groups one maintenance run compacts");
     public static final Setting COMPACTION_MIN_INPUT_FILES =
             fixed("COMPACTION_MIN_INPUT_FILES", "5", "a partition is compacted once it has this many small files");
+    public static final Setting COMPACTION_DELETED_PERCENT = fixed(
+            "COMPACTION_DELETED_PERCENT", "20", "a data file is compacted once this percentage of its rows is deleted");
+    public static final Setting COMPACTION_MAX_SECONDS =
+            fixed("COMPACTION_MAX_SECONDS", "600", "compaction starts no file group after this many seconds of a run");
     public static final Setting SNAPSHOT_MAX_AGE_HOURS =
             fixed("SNAPSHOT_MAX_AGE_HOURS", "120", "snapshots older than this many hours are expired");
     public static final Setting SNAPSHOT_MIN_KEEP = fixed("SNAPSHOT_MIN_KEEP", "1", "snapshots always kept");

@@ -15,35 +15,31 @@ import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.RewriteFiles;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
-import org.apache.iceberg.actions.BinPackRewriteFilePlanner;
-import org.apache.iceberg.actions.FileRewritePlan;
 import org.apache.iceberg.actions.RemoveDanglingDeleteFilesAction;
-import org.apache.iceberg.actions.RewriteDataFiles;
-import org.apache.iceberg.actions.RewriteDataFilesCommitManager;
-import org.apache.iceberg.actions.RewriteFileGroup;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.FanoutDataWriter;
 import org.apache.iceberg.io.OutputFileFactory;
@@ -52,16 +48,21 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Compaction: Iceberg core's bin-pack planner picks the file groups worth rewriting (small files,
- * files with many deleted rows), partition by partition; each group is rewritten with its deletes
- * applied into target-sized files sorted by the key columns, and the groups commit together with
- * the starting sequence number (so deletes the merger commits meanwhile are not lost: the commit
- * fails instead, and the next run plans again). Bounded by bytes and groups per run; files already
- * at the target size without deletes are never picked again, so big tables compact over several runs.
+ * Compaction: {@link CompactionPlanner} picks the file groups worth rewriting (files with enough of
+ * their rows deleted, a partition's small files), the most benefit per byte first; each group is
+ * rewritten with its deletes applied into target-sized files sorted by the key columns, and commits
+ * on its own (as Iceberg's partial-progress rewrite does), validated from the snapshot it read, so a
+ * delete the merger commits meanwhile is never lost: that group's commit fails, and the group is
+ * read and written again from the new snapshot, a few times at most. A run stops taking groups at
+ * its bounds (bytes, groups, time); the next run goes on with what is left.
  */
 final class Compactor {
     private static final Logger LOG = LoggerFactory.getLogger(Compactor.class);
     private static final int IO_THREADS = 8;
+    /** Distinct writer ids for the new files' names, within one JVM (the operation id tells runs apart). */
+    private static final AtomicInteger WRITER_IDS = new AtomicInteger();
+    /** A group that loses this many races to merges is left to the next run. */
+    static final int GROUP_ATTEMPTS = 3;
 
     private final Table table;
     private final MaintenanceOptions options;
@@ -71,119 +72,207 @@ final class Compactor {
         this.options = options;
     }
 
-    MaintenanceResult.Compaction run(boolean dryRun) {
+    MaintenanceResult.Compaction run(boolean dryRun, List<String> conflicts) {
+        long startNanos = System.nanoTime();
         Snapshot start = table.currentSnapshot();
         if (start == null) {
             return MaintenanceResult.Compaction.NONE;
         }
         int[] before = fileCounts(start);
-        BinPackRewriteFilePlanner planner =
-                new BinPackRewriteFilePlanner(table, Expressions.alwaysTrue(), start.snapshotId(), true);
-        Map<String, String> plannerOptions = new HashMap<>();
-        plannerOptions.put(
-                BinPackRewriteFilePlanner.TARGET_FILE_SIZE_BYTES, Long.toString(options.targetFileSizeBytes()));
-        plannerOptions.put(BinPackRewriteFilePlanner.MIN_INPUT_FILES, Integer.toString(options.minInputFiles()));
-        plannerOptions.put(BinPackRewriteFilePlanner.DELETE_RATIO_THRESHOLD, Double.toString(options.deleteRatio()));
-        plannerOptions.put(BinPackRewriteFilePlanner.DELETE_FILE_THRESHOLD, "5");
-        // A group is what one rewrite holds open; keep it well inside a Lambda's memory and time.
-        plannerOptions.put(
-                BinPackRewriteFilePlanner.MAX_FILE_GROUP_SIZE_BYTES,
-                Long.toString(Math.min(options.maxBytesPerRun(), 4 * options.targetFileSizeBytes())));
-        planner.init(plannerOptions);
-
-        List<RewriteFileGroup> selected = new ArrayList<>();
-        int groupsLeft = 0;
+        List<CompactionPlanner.Group> planned = new CompactionPlanner(options).plan(table, start);
+        List<CompactionPlanner.Group> selected = new ArrayList<>();
         long bytes = 0;
-        FileRewritePlan<RewriteDataFiles.FileGroupInfo, FileScanTask, DataFile, RewriteFileGroup> plan = planner.plan();
-        try (CloseableIterable<RewriteFileGroup> groups = plan.groups()) {
-            for (RewriteFileGroup group : groups) {
-                if (selected.size() < options.maxGroupsPerRun()
-                        && (selected.isEmpty() || bytes + group.inputFilesSizeInBytes() <= options.maxBytesPerRun())) {
-                    selected.add(group);
-                    bytes += group.inputFilesSizeInBytes();
-                } else {
-                    groupsLeft++;
+        for (CompactionPlanner.Group group : planned) {
+            if (selected.size() < options.maxGroupsPerRun()
+                    && (selected.isEmpty() || bytes + group.bytes() <= options.maxBytesPerRun())) {
+                selected.add(group);
+                bytes += group.bytes();
+            }
+        }
+        if (dryRun || selected.isEmpty()) {
+            int inputFiles =
+                    selected.stream().mapToInt(CompactionPlanner.Group::files).sum();
+            return new MaintenanceResult.Compaction(
+                    selected.size(),
+                    inputFiles,
+                    bytes,
+                    0,
+                    0,
+                    before[0],
+                    before[1],
+                    before[0],
+                    before[1],
+                    planned.size() - selected.size());
+        }
+
+        String operationId = "compaction-" + UUID.randomUUID();
+        // When the merger keeps a key index, each commit says where the moved rows went.
+        boolean keepIndex = KeyIndex.resolve(table, start).manifest() != null;
+        int done = 0;
+        int inputFiles = 0;
+        long bytesRewritten = 0;
+        int written = 0;
+        long deadline = startNanos + options.maxRunSeconds() * 1_000_000_000L;
+        // Groups are independent (one partition each): rewrite them side by side, since reading files
+        // is partly waiting on S3; each commits as soon as it is written, in plan order.
+        ExecutorService pool = Executors.newFixedThreadPool(Math.min(selected.size(), IO_THREADS));
+        try {
+            List<Future<Rewritten>> rewrites = new ArrayList<>();
+            for (CompactionPlanner.Group group : selected) {
+                rewrites.add(pool.submit(() -> System.nanoTime() > deadline
+                        ? null // past the run's time: left for the next run
+                        : rewrite(group.tasks(), operationId, keepIndex)));
+            }
+            for (int i = 0; i < selected.size(); i++) {
+                CompactionPlanner.Group group = selected.get(i);
+                Rewritten out = Futures.join(rewrites.get(i), "compacting");
+                if (out == null) {
+                    continue;
+                }
+                Rewritten committed = commitWithRetries(group, out, start, operationId, keepIndex, conflicts);
+                if (committed != null) {
+                    done++;
+                    inputFiles += committed.inputs().size();
+                    bytesRewritten += group.bytes();
+                    written += committed.files().size();
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        int dangling = removeDanglingDeletes();
+        table.refresh();
+        int[] after = fileCounts(table.currentSnapshot());
+        int left = planned.size() - done;
+        LOG.info(
+                "Compacted {} groups: {} files ({} bytes) into {} in {} ms; removed {} dangling delete files; data files"
+                        + " {} -> {}, delete files {} -> {}; {} groups left for later runs",
+                done,
+                inputFiles,
+                bytesRewritten,
+                written,
+                (System.nanoTime() - startNanos) / 1_000_000,
+                dangling,
+                before[0],
+                after[0],
+                before[1],
+                after[1],
+                left);
+        return new MaintenanceResult.Compaction(
+                done, inputFiles, bytesRewritten, written, dangling, before[0], before[1], after[0], after[1], left);
+    }
+
+    /**
+     * Commits one group's new files in place of its inputs (and their own deletes). A merge that
+     * deleted rows from an input meanwhile makes the commit fail validation: the group's files are
+     * then read again, with their new deletes, from the table as it is now, and written again
+     * (without any file a merge dropped or folded meanwhile). Returns what committed, or null.
+     */
+    private Rewritten commitWithRetries(
+            CompactionPlanner.Group group,
+            Rewritten out,
+            Snapshot start,
+            String operationId,
+            boolean keepIndex,
+            List<String> conflicts) {
+        Snapshot from = start;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                commitGroup(out, from);
+                return out;
+            } catch (ValidationException | CommitFailedException lost) {
+                deleteQuietly(out);
+                if (attempt >= GROUP_ATTEMPTS) {
+                    conflicts.add("compact: a group of " + group.files() + " files lost " + attempt
+                            + " races to other commits and is left to the next run: " + lost.getMessage());
+                    return null;
+                }
+                LOG.info(
+                        "A compaction group of {} files lost a race ({}); reading it again from the new snapshot",
+                        group.files(),
+                        lost.getMessage());
+                table.refresh();
+                from = table.currentSnapshot();
+                List<FileScanTask> again = tasksNow(group, from);
+                if (again == null) {
+                    LOG.info("Every file of a compaction group was dropped by another commit meanwhile: nothing to do");
+                    return null;
+                }
+                out = rewrite(again, operationId, keepIndex);
+            }
+        }
+    }
+
+    /**
+     * The group's files {@code snapshot} still has, with their deletes now (a merge may have dropped
+     * or folded some); null if none is left.
+     */
+    private List<FileScanTask> tasksNow(CompactionPlanner.Group group, Snapshot snapshot) {
+        Set<String> wanted = new HashSet<>();
+        group.tasks().forEach(t -> wanted.add(t.file().location()));
+        List<FileScanTask> found = new ArrayList<>();
+        try (CloseableIterable<FileScanTask> tasks = table.newScan()
+                .useSnapshot(snapshot.snapshotId())
+                .ignoreResiduals()
+                .planFiles()) {
+            for (FileScanTask t : tasks) {
+                if (wanted.contains(t.file().location())) {
+                    found.add(t);
                 }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        int inputFiles =
-                selected.stream().mapToInt(RewriteFileGroup::inputFileNum).sum();
-        if (dryRun || selected.isEmpty()) {
-            return new MaintenanceResult.Compaction(
-                    selected.size(), inputFiles, bytes, 0, 0, before[0], before[1], before[0], before[1], groupsLeft);
-        }
-
-        String operationId = "compaction-" + UUID.randomUUID();
-        int written = 0;
-        // When the merger keeps a key index, the commit says where the moved rows went.
-        boolean keepIndex = KeyIndex.resolve(table, start).manifest() != null;
-        IndexEntries.Builder moves = new IndexEntries.Builder();
-        // Groups are independent (one partition each): rewrite them side by side, since reading many
-        // small files and their deletes is mostly waiting on S3.
-        ExecutorService pool = Executors.newFixedThreadPool(Math.min(selected.size(), IO_THREADS));
-        try {
-            List<Future<Rewritten>> rewrites = new ArrayList<>();
-            for (RewriteFileGroup group : selected) {
-                rewrites.add(pool.submit(() -> rewrite(group, operationId, keepIndex)));
-            }
-            for (int i = 0; i < selected.size(); i++) {
-                Rewritten out = Futures.join(rewrites.get(i), "compacting");
-                selected.get(i).setOutputFiles(out.files());
-                written += out.files().size();
-                out.moves().forEach(moves::add);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
-        Map<String, String> summary = Checkpoint.carried(table);
-        if (keepIndex) {
-            // The rewritten files' rows are all in the moves delta, and no concurrent commit can have
-            // deleted any of them (the commit would fail), so the parent's index plus these moves
-            // describes the compacted snapshot, whichever snapshot the commit lands on.
-            summary.put(
-                    PipelineProperties.KEY_INDEX_MOVES, KeyIndex.writeMoves(table, moves.build(), new IndexCache(0)));
-        }
-        new RewriteDataFilesCommitManager(table, start.snapshotId(), true, summary)
-                .commitOrClean(new HashSet<>(selected));
-        int dangling = removeDanglingDeletes();
-        table.refresh();
-        int[] after = fileCounts(table.currentSnapshot());
-        LOG.info(
-                "Compacted {} groups: {} files ({} bytes) into {}; removed {} dangling delete files; data files {} -> {},"
-                        + " delete files {} -> {}; {} groups left for later runs",
-                selected.size(),
-                inputFiles,
-                bytes,
-                written,
-                dangling,
-                before[0],
-                after[0],
-                before[1],
-                after[1],
-                groupsLeft);
-        return new MaintenanceResult.Compaction(
-                selected.size(),
-                inputFiles,
-                bytes,
-                written,
-                dangling,
-                before[0],
-                before[1],
-                after[0],
-                after[1],
-                groupsLeft);
+        return found.isEmpty() ? null : found;
     }
 
     /**
-     * Rewrites one group: the live rows of its files, merged in key order (each input file is
-     * sorted already, so a k-way merge keeps memory flat), written as target-sized files.
+     * One group's commit: its inputs and their own deletes out, its new files in (with the sequence
+     * number of the snapshot it read, as Iceberg's rewrite does), validated against every commit since.
      */
-    /** A group's new files, and each moved row's new place when the key index is kept. */
-    private record Rewritten(Set<DataFile> files, List<IndexEntries.Entry> moves) {}
+    private void commitGroup(Rewritten out, Snapshot from) {
+        RewriteFiles rewrite = table.newRewrite().validateFromSnapshot(from.snapshotId());
+        rewrite.dataSequenceNumber(from.sequenceNumber());
+        for (FileScanTask task : out.inputs()) {
+            rewrite.deleteFile(task.file());
+            TaskRows.ownDeletes(task).forEach(rewrite::deleteFile);
+        }
+        out.files().forEach(rewrite::addFile);
+        Checkpoint.carried(table).forEach(rewrite::set);
+        if (out.moves() != null) {
+            // The rewritten files' rows are all in the moves delta, and no concurrent commit can have
+            // deleted any of them (the commit would fail), so the parent's index plus these moves
+            // describes the compacted snapshot, whichever snapshot the commit lands on.
+            rewrite.set(
+                    PipelineProperties.KEY_INDEX_MOVES,
+                    KeyIndex.writeMoves(table, out.moves().build(), new IndexCache(0)));
+        }
+        rewrite.commit();
+    }
 
-    private Rewritten rewrite(RewriteFileGroup group, String operationId, boolean keepIndex) {
+    /** Best effort: a lost commit's new files are referenced by nothing; orphan cleanup catches any left. */
+    private void deleteQuietly(Rewritten out) {
+        for (DataFile f : out.files()) {
+            try {
+                table.io().deleteFile(f.location());
+            } catch (RuntimeException ignored) {
+                // orphan cleanup removes it later
+            }
+        }
+    }
+
+    /**
+     * A group rewritten: the files read (with the deletes applied), the new files, and each moved
+     * row's new place when the key index is kept (else null).
+     */
+    private record Rewritten(List<FileScanTask> inputs, Set<DataFile> files, IndexEntries.Builder moves) {}
+
+    /**
+     * Rewrites one group: the live rows of its files, merged in key order (each input file is
+     * sorted already, so a k-way merge keeps memory flat), written as target-sized files of the
+     * table's current spec.
+     */
+    private Rewritten rewrite(List<FileScanTask> tasks, String operationId, boolean keepIndex) {
         TableLayout layout = TableLayout.of(table);
         // A change history is sorted by sequence number (time order), the table itself by key.
         Comparator<Record> byKey = ChangeHistory.isHistory(table)
@@ -191,22 +280,22 @@ final class Compactor {
                 : layout.keyOrder();
         PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> byKey.compare(a.row, b.row));
         List<CloseableIterable<Record>> open = new ArrayList<>();
-        PartitionSpec spec = table.specs().get(group.outputSpecId());
+        PartitionSpec spec = table.spec();
         PartitionKey partition = new PartitionKey(spec, table.schema());
         InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
         GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
                 .dataFileFormat(FileFormat.PARQUET)
                 .build();
-        OutputFileFactory files = OutputFileFactory.builderFor(
-                        table, group.info().globalIndex(), 0)
+        OutputFileFactory files = OutputFileFactory.builderFor(table, WRITER_IDS.incrementAndGet(), 0)
                 .operationId(operationId)
                 .format(FileFormat.PARQUET)
                 .build();
-        FanoutDataWriter<Record> writer = new FanoutDataWriter<>(writers, files, table.io(), group.maxOutputFileSize());
+        FanoutDataWriter<Record> writer =
+                new FanoutDataWriter<>(writers, files, table.io(), options.targetFileSizeBytes());
         // Rows in write order per output partition: each partition's files take them in that order.
         StructLikeMap<List<IndexEntries.Entry>> written = StructLikeMap.create(spec.partitionType());
         try (writer) {
-            for (FileScanTask task : group.fileScanTasks()) {
+            for (FileScanTask task : tasks) {
                 CloseableIterable<Record> rows = TaskRows.read(table, task, table.schema());
                 open.add(rows);
                 Iterator<Record> it = rows.iterator();
@@ -244,7 +333,8 @@ final class Compactor {
             }
         }
         List<DataFile> out = writer.result().dataFiles();
-        List<IndexEntries.Entry> moves = new ArrayList<>();
+        IndexEntries.Builder moves = keepIndex ? new IndexEntries.Builder() : null;
+        int moved = 0;
         if (keepIndex) {
             StructLikeMap<int[]> next = StructLikeMap.create(spec.partitionType());
             for (DataFile file : out) { // a partition's files, in the order its writer filled them
@@ -253,14 +343,15 @@ final class Compactor {
                 for (long pos = 0; pos < file.recordCount(); pos++) {
                     IndexEntries.Entry row = rows.get(at[0]++);
                     moves.add(new IndexEntries.Entry(row.key(), file.location(), pos, row.sequence()));
+                    moved++;
                 }
             }
-            if (moves.size() != written.values().stream().mapToInt(List::size).sum()) {
-                throw new IllegalStateException("compaction wrote " + moves.size() + " rows into files, but "
+            if (moved != written.values().stream().mapToInt(List::size).sum()) {
+                throw new IllegalStateException("compaction wrote " + moved + " rows into files, but "
                         + written.values().stream().mapToInt(List::size).sum() + " rows to its writer");
             }
         }
-        return new Rewritten(new HashSet<>(out), moves);
+        return new Rewritten(tasks, new HashSet<>(out), moves);
     }
 
     private record Head(Record row, Iterator<Record> rest) {}

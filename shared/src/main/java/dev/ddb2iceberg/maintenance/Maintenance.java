@@ -77,7 +77,7 @@ public final class Maintenance {
         if (tasks.contains(MaintenanceTask.COMPACT)) {
             compaction = CommitProtocol.unlessRaced(
                     "Compaction",
-                    () -> new Compactor(table, options).run(dryRun),
+                    () -> new Compactor(table, options).run(dryRun, conflicts),
                     lost -> raced(conflicts, "compact", lost, MaintenanceResult.Compaction.NONE));
         }
         // Before the managed-storage filter: an S3 table bucket expires snapshots, but only the

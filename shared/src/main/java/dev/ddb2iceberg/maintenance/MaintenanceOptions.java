@@ -11,7 +11,8 @@ import dev.ddb2iceberg.config.Settings;
  * @param maxBytesPerRun bound on the bytes one run rewrites
  * @param maxGroupsPerRun bound on the file groups one run rewrites
  * @param minInputFiles a partition is compacted once it has this many small files
- * @param deleteRatio a file is rewritten once this share of its rows is deleted
+ * @param deleteRatio a file is rewritten once this share of its rows is deleted (see {@link CompactionPlanner})
+ * @param maxRunSeconds compaction starts no group after this many seconds of a run (Lambda stops a run at 900)
  * @param snapshotMaxAgeHours snapshots older than this expire
  * @param minSnapshotsToKeep never fewer snapshots than this
  * @param orphanMinAgeHours unreferenced files younger than this are kept (a commit may be writing them)
@@ -26,6 +27,7 @@ public record MaintenanceOptions(
         int maxGroupsPerRun,
         int minInputFiles,
         double deleteRatio,
+        long maxRunSeconds,
         long snapshotMaxAgeHours,
         int minSnapshotsToKeep,
         long orphanMinAgeHours,
@@ -34,7 +36,7 @@ public record MaintenanceOptions(
         long historySnapshotMaxAgeHours) {
 
     public static final MaintenanceOptions DEFAULTS =
-            new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.3, 120, 1, 72, 100, 0, 120);
+            new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.2, 600, 120, 1, 72, 100, 0, 120);
 
     public static MaintenanceOptions from(Environment env) {
         long snapshotMaxAgeHours = env.positiveLong(Settings.SNAPSHOT_MAX_AGE_HOURS);
@@ -43,7 +45,8 @@ public record MaintenanceOptions(
                 env.positiveLong(Settings.COMPACTION_MAX_BYTES_PER_RUN),
                 env.positiveInt(Settings.COMPACTION_MAX_GROUPS_PER_RUN),
                 env.positiveInt(Settings.COMPACTION_MIN_INPUT_FILES),
-                DEFAULTS.deleteRatio(),
+                env.positiveInt(Settings.COMPACTION_DELETED_PERCENT) / 100.0,
+                env.positiveLong(Settings.COMPACTION_MAX_SECONDS),
                 snapshotMaxAgeHours,
                 env.positiveInt(Settings.SNAPSHOT_MIN_KEEP),
                 env.positiveLong(Settings.ORPHAN_MIN_AGE_HOURS),
@@ -59,6 +62,7 @@ public record MaintenanceOptions(
                 maxGroupsPerRun,
                 minInputFiles,
                 deleteRatio,
+                maxRunSeconds,
                 snapshotMaxAgeHours,
                 minSnapshotsToKeep,
                 orphanMinAgeHours,
@@ -74,6 +78,7 @@ public record MaintenanceOptions(
                 groups,
                 minInputFiles,
                 deleteRatio,
+                maxRunSeconds,
                 snapshotMaxAgeHours,
                 minSnapshotsToKeep,
                 orphanMinAgeHours,
@@ -89,6 +94,7 @@ public record MaintenanceOptions(
                 maxGroupsPerRun,
                 minInputFiles,
                 deleteRatio,
+                maxRunSeconds,
                 snapshotMaxAgeHours,
                 minSnapshotsToKeep,
                 orphanMinAgeHours,
@@ -105,6 +111,7 @@ public record MaintenanceOptions(
                 maxGroupsPerRun,
                 minInputFiles,
                 deleteRatio,
+                maxRunSeconds,
                 historySnapshotMaxAgeHours,
                 minSnapshotsToKeep,
                 orphanMinAgeHours,
