@@ -33,7 +33,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * Compaction on a table built by many small merges (the merger's every-minute commits): files and
  * delete files before and after, and MB rewritten per second (one thread rewrites; 2 cores here).
  *
- * <p>Run: {@code java -Xmx4g -cp ... dev.ddb2iceberg.benchmarks.CompactionThroughput [merges] [changesPerMerge]}
+ * <p>Run: {@code java -Xmx4g -cp ... dev.ddb2iceberg.benchmarks.CompactionThroughput [merges] [changesPerMerge]}.
+ * With no arguments it measures full-size files instead ({@link FullSizeCompaction}).
  */
 public final class CompactionThroughput {
     /** {@code -Dbench.keyIndex=on|off}: merge with the key index (compaction then records its moves) or without. */
@@ -41,7 +42,12 @@ public final class CompactionThroughput {
             "on".equals(System.getProperty("bench.keyIndex", MergeOptions.DEFAULTS.keyIndex() ? "on" : "off")));
 
     public static void main(String[] args) throws Exception {
-        int merges = args.length > 0 ? Integer.parseInt(args[0]) : 500;
+        if (args.length == 0) {
+            FullSizeCompaction.run(
+                    Integer.getInteger("bench.files", 2), Integer.getInteger("bench.rowsPerFile", 4_000_000), 0.10);
+            return;
+        }
+        int merges = Integer.parseInt(args[0]);
         int perMerge = args.length > 1 ? Integer.parseInt(args[1]) : 400;
         Path dir = Files.createTempDirectory("compaction-bench");
         try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
