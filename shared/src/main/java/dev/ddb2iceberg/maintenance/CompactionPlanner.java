@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.table.TaskRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -35,7 +36,8 @@ import org.apache.iceberg.io.CloseableIterable;
  *   <li>In format v2 a partition's newest file, while small, is left to the merger, which folds a
  *       partition's small files into its new file at every merge that writes there: the merger
  *       keeps its partitions' newest file growing, compaction takes the rest, and they never race
- *       for the same file. (In v3 the merger does not fold, and compaction takes every small file.)
+ *       for the same file. (In v3 the merger does not fold, nor into the change history, whose every
+ *       small file compaction takes.)
  *   <li>Groups are ordered by benefit per byte read: the deleted bytes they drop, plus {@link
  *       #FILE_COST_BYTES} for every file (data or delete) fewer a reader opens, over the bytes they
  *       read. A bounded run then does the most useful part of the work first.
@@ -87,7 +89,8 @@ final class CompactionPlanner {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        boolean mergerFolds = TableUtil.formatVersion(table) == 2;
+        // The change history only gains files (the merger appends its changes), so it has no file of the merger's.
+        boolean mergerFolds = TableUtil.formatVersion(table) == 2 && !ChangeHistory.isHistory(table);
         for (List<FileScanTask> files : small.values()) {
             if (mergerFolds) {
                 files.remove(newest(files));
