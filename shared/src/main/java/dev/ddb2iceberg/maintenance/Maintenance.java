@@ -16,8 +16,9 @@ import org.slf4j.LoggerFactory;
  * One maintenance run over the table: compaction ({@link Compactor}), history retention ({@link
  * HistoryRetention}), manifest rewrite ({@link ManifestRewrite}), snapshot expiry ({@link
  * SnapshotExpiry}) and orphan cleanup ({@link OrphanFiles}), in that order, each optional. Safe beside a running merger: every commit validates
- * against what changed since it planned, and a task that loses a race gives up for this run
- * (the merger's commit is never the one that fails for good; the next run tries again).
+ * against what changed since it planned; a compaction group that loses a race is read and written
+ * again a few times ({@link Compactor}), any other task that loses one gives up for this run (the
+ * merger's commit is never the one that fails for good; the next run tries again).
  * Every maintenance snapshot carries the merger's checkpoint forward, and expiry never removes the
  * newest merger snapshot, so the checkpoint cannot be lost.
  */
