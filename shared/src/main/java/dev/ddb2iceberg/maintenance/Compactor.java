@@ -133,7 +133,10 @@ final class Compactor {
                 if (committed != null) {
                     done++;
                     inputFiles += committed.inputs().size();
-                    bytesRewritten += group.bytes();
+                    // What committed: a retried group may have lost files a merge dropped meanwhile.
+                    bytesRewritten += committed.inputs().stream()
+                            .mapToLong(t -> t.file().fileSizeInBytes())
+                            .sum();
                     written += committed.files().size();
                 }
             }
