@@ -26,24 +26,33 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.RewriteFiles;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.actions.RemoveDanglingDeleteFilesAction;
+import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.FanoutDataWriter;
 import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.io.RollingDataWriter;
+import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.StructLikeMap;
+import org.apache.parquet.schema.MessageType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -273,14 +282,165 @@ final class Compactor {
     /**
      * Rewrites one group: the live rows of its files, merged in key order (each input file is
      * sorted already, so a k-way merge keeps memory flat), written as target-sized files of the
-     * table's current spec.
+     * table's current spec. Files whose columns are still the table's are copied column value by
+     * column value ({@link ParquetRowCopy}); any other group goes through Iceberg's records.
      */
     private Rewritten rewrite(List<FileScanTask> tasks, String operationId, boolean keepIndex) {
-        TableLayout layout = TableLayout.of(table);
-        // A change history is sorted by sequence number (time order), the table itself by key.
-        Comparator<Record> byKey = ChangeHistory.isHistory(table)
+        try {
+            Rewritten copied = copy(tasks, operationId, keepIndex);
+            return copied != null ? copied : rewriteRecords(tasks, operationId, keepIndex);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** A change history is sorted by sequence number (time order), the table itself by key. */
+    private Comparator<Record> order(Schema rows) {
+        return ChangeHistory.isHistory(table)
                 ? Comparator.comparing(r -> (String) r.getField(TableLayout.SEQ))
-                : layout.keyOrder();
+                : TableLayout.of(table).keyOrder(rows);
+    }
+
+    /**
+     * The fast path: only the key and sequence columns are read as records (with the deletes
+     * applied), to find the live rows, their order and the key index's moves; every column is then
+     * copied below the records, row by row, from the positions found. Null when a file's columns
+     * differ from the table's or a file is of an older partition spec: the record path takes it.
+     */
+    private Rewritten copy(List<FileScanTask> tasks, String operationId, boolean keepIndex) throws IOException {
+        PartitionSpec spec = table.spec();
+        for (FileScanTask task : tasks) {
+            if (task.file().specId() != spec.specId() || task.file().format() != FileFormat.PARQUET) {
+                return null;
+            }
+        }
+        TableLayout layout = TableLayout.of(table);
+        List<String> orderColumns = new ArrayList<>(layout.keyColumns());
+        orderColumns.add(TableLayout.SEQ);
+        List<Types.NestedField> projected =
+                new ArrayList<>(table.schema().select(orderColumns).columns());
+        projected.add(MetadataColumns.ROW_POSITION);
+        Schema positions = new Schema(projected);
+        Comparator<Record> byKey = order(positions);
+        MessageType target = ParquetRowCopy.target(table.schema());
+        List<ParquetRowCopy.Source> sources = new ArrayList<>();
+        List<CloseableIterable<Record>> open = new ArrayList<>();
+        try {
+            for (FileScanTask task : tasks) {
+                ParquetRowCopy.Source source =
+                        ParquetRowCopy.Source.open(table.io().newInputFile(task.file()), target);
+                if (source == null) {
+                    LOG.info(
+                            "{} has columns of an older schema: its group is rewritten through records",
+                            task.file().location());
+                    return null;
+                }
+                sources.add(source);
+            }
+            OutputFileFactory files = OutputFileFactory.builderFor(table, WRITER_IDS.incrementAndGet(), 0)
+                    .operationId(operationId)
+                    .format(FileFormat.PARQUET)
+                    .build();
+            StructLike partition = tasks.get(0).file().partition();
+            RollingDataWriter<ParquetRowCopy.Source> writer = new RollingDataWriter<>(
+                    ParquetRowCopy.writers(table), files, table.io(), options.targetFileSizeBytes(), spec, partition);
+            List<IndexEntries.Entry> written = new ArrayList<>();
+            int rowPosition = positions.columns().size() - 1;
+            FileScanTask only = tasks.get(0);
+            try (writer) {
+                if (tasks.size() == 1
+                        && only.deletes().stream().noneMatch(d -> d.content() == FileContent.EQUALITY_DELETES)) {
+                    // One file: its rows are in order already, and its deletes say which are live.
+                    // Key and sequence number are kept from the copy itself, for the key index.
+                    PositionDeleteIndex deleted = new GenericDeleteFilter(
+                                    table.io(), only, table.schema(), table.schema())
+                            .deletedRowPositions();
+                    ParquetRowCopy.Source source = sources.get(0);
+                    if (keepIndex) {
+                        source.keepValuesOf(orderColumns.stream()
+                                .mapToInt(c -> ParquetRowCopy.columnIndex(target, c))
+                                .toArray());
+                    }
+                    for (long pos = 0; pos < only.file().recordCount(); pos++) {
+                        if (deleted != null && deleted.isDeleted(pos)) {
+                            continue;
+                        }
+                        source.moveTo(pos);
+                        writer.write(source);
+                        if (keepIndex) {
+                            written.add(keptRow(layout, source));
+                        }
+                    }
+                } else {
+                    // Several files (or equality deletes): the live rows and their order come from
+                    // the key and sequence columns read as records, merged across the files.
+                    PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> byKey.compare(a.row, b.row));
+                    for (int i = 0; i < tasks.size(); i++) {
+                        CloseableIterable<Record> rows = TaskRows.read(table, tasks.get(i), positions);
+                        open.add(rows);
+                        Iterator<Record> it = rows.iterator();
+                        if (it.hasNext()) {
+                            heads.add(new Head(it.next(), it, i));
+                        }
+                    }
+                    while (!heads.isEmpty()) {
+                        Head head = heads.poll();
+                        ParquetRowCopy.Source source = sources.get(head.source);
+                        source.moveTo(head.row.get(rowPosition, Long.class));
+                        writer.write(source);
+                        if (keepIndex) {
+                            written.add(movedRow(layout, head.row));
+                        }
+                        if (head.rest.hasNext()) {
+                            heads.add(new Head(head.rest.next(), head.rest, head.source));
+                        }
+                    }
+                }
+            }
+            List<DataFile> out = writer.result().dataFiles();
+            StructLikeMap<List<IndexEntries.Entry>> byPartition = StructLikeMap.create(spec.partitionType());
+            byPartition.put(partition, written);
+            return new Rewritten(tasks, new HashSet<>(out), keepIndex ? moves(out, byPartition) : null);
+        } finally {
+            closeAll(open);
+            for (ParquetRowCopy.Source source : sources) {
+                source.close();
+            }
+        }
+    }
+
+    /** The key index's entry of the row {@code source} copied last, from its kept key and sequence values. */
+    private IndexEntries.Entry keptRow(TableLayout layout, ParquetRowCopy.Source source) {
+        List<String> keys = layout.keyColumns();
+        Object[] key = new Object[keys.size()];
+        for (int i = 0; i < key.length; i++) {
+            key[i] = ParquetRowCopy.icebergValue(
+                    source.kept(i), table.schema().findField(keys.get(i)).type());
+        }
+        String seq = (String) ParquetRowCopy.icebergValue(source.kept(key.length), Types.StringType.get());
+        return new IndexEntries.Entry(IndexKeys.encode(List.of(key)), null, 0, new BigInteger(seq));
+    }
+
+    /** A row's key and sequence number, for the key index; its new place is filled in once written. */
+    private static IndexEntries.Entry movedRow(TableLayout layout, Record row) {
+        return new IndexEntries.Entry(
+                IndexKeys.encode(layout.keyOf(row)), null, 0, new BigInteger((String) row.getField(TableLayout.SEQ)));
+    }
+
+    private static void closeAll(List<CloseableIterable<Record>> open) {
+        for (CloseableIterable<Record> rows : open) {
+            try {
+                rows.close();
+            } catch (IOException ignored) {
+                // reading is done; nothing to lose
+            }
+        }
+    }
+
+    /** The record path: every row read into an Iceberg record and written from it. */
+    private Rewritten rewriteRecords(List<FileScanTask> tasks, String operationId, boolean keepIndex) {
+        TableLayout layout = TableLayout.of(table);
+        Comparator<Record> byKey = order(table.schema());
         PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> byKey.compare(a.row, b.row));
         List<CloseableIterable<Record>> open = new ArrayList<>();
         PartitionSpec spec = table.spec();
@@ -303,7 +463,7 @@ final class Compactor {
                 open.add(rows);
                 Iterator<Record> it = rows.iterator();
                 if (it.hasNext()) {
-                    heads.add(new Head(it.next(), it));
+                    heads.add(new Head(it.next(), it, 0));
                 }
             }
             while (!heads.isEmpty()) {
@@ -316,48 +476,48 @@ final class Compactor {
                         rows = new ArrayList<>();
                         written.put(partition.copy(), rows);
                     }
-                    rows.add(new IndexEntries.Entry(
-                            IndexKeys.encode(layout.keyOf(head.row)), null, 0, new BigInteger((String)
-                                    head.row.getField(TableLayout.SEQ))));
+                    rows.add(movedRow(layout, head.row));
                 }
                 if (head.rest.hasNext()) {
-                    heads.add(new Head(head.rest.next(), head.rest));
+                    heads.add(new Head(head.rest.next(), head.rest, 0));
                 }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } finally {
-            for (CloseableIterable<Record> rows : open) {
-                try {
-                    rows.close();
-                } catch (IOException ignored) {
-                    // reading is done; nothing to lose
-                }
-            }
+            closeAll(open);
         }
         List<DataFile> out = writer.result().dataFiles();
-        IndexEntries.Builder moves = keepIndex ? new IndexEntries.Builder() : null;
-        int moved = 0;
-        if (keepIndex) {
-            StructLikeMap<int[]> next = StructLikeMap.create(spec.partitionType());
-            for (DataFile file : out) { // a partition's files, in the order its writer filled them
-                List<IndexEntries.Entry> rows = written.get(file.partition());
-                int[] at = next.computeIfAbsent(file.partition(), p -> new int[1]);
-                for (long pos = 0; pos < file.recordCount(); pos++) {
-                    IndexEntries.Entry row = rows.get(at[0]++);
-                    moves.add(new IndexEntries.Entry(row.key(), file.location(), pos, row.sequence()));
-                    moved++;
-                }
-            }
-            if (moved != written.values().stream().mapToInt(List::size).sum()) {
-                throw new IllegalStateException("compaction wrote " + moved + " rows into files, but "
-                        + written.values().stream().mapToInt(List::size).sum() + " rows to its writer");
-            }
-        }
-        return new Rewritten(tasks, new HashSet<>(out), moves);
+        return new Rewritten(tasks, new HashSet<>(out), keepIndex ? moves(out, written) : null);
     }
 
-    private record Head(Record row, Iterator<Record> rest) {}
+    /**
+     * Each written row's new place: a partition's rows went to its files in the order its writer
+     * filled them, so the files' row counts, in order, say where each row is.
+     */
+    private IndexEntries.Builder moves(List<DataFile> out, StructLikeMap<List<IndexEntries.Entry>> written) {
+        IndexEntries.Builder moves = new IndexEntries.Builder();
+        int moved = 0;
+        StructLikeMap<int[]> next = StructLikeMap.create(table.spec().partitionType());
+        for (DataFile file : out) {
+            List<IndexEntries.Entry> rows = written.get(file.partition());
+            int[] at = next.computeIfAbsent(file.partition(), p -> new int[1]);
+            for (long pos = 0; pos < file.recordCount(); pos++) {
+                IndexEntries.Entry row = rows.get(at[0]++);
+                moves.add(new IndexEntries.Entry(row.key(), file.location(), pos, row.sequence()));
+                moved++;
+            }
+        }
+        int sent = written.values().stream().mapToInt(List::size).sum();
+        if (moved != sent) {
+            throw new IllegalStateException(
+                    "compaction wrote " + moved + " rows into files, but " + sent + " rows to its writer");
+        }
+        return moves;
+    }
+
+    /** One input's next row in the k-way merge, the rest of its rows, and which input it is. */
+    private record Head(Record row, Iterator<Record> rest, int source) {}
 
     /** Position deletes whose data files are all rewritten (v2); v3's dangling vectors go in the rewrite itself. */
     private int removeDanglingDeletes() {

@@ -181,13 +181,18 @@ public final class TableLayout {
     }
 
     /** Rows in key order (the table's sort order). */
-    @SuppressWarnings("unchecked")
     public Comparator<Record> keyOrder() {
+        return keyOrder(schema);
+    }
+
+    /** Rows of {@code rows} (a projection holding the key columns) in key order. */
+    @SuppressWarnings("unchecked")
+    public Comparator<Record> keyOrder(Schema rows) {
         Comparator<Record> order = (a, b) -> 0;
         for (String key : keyColumns) {
             Comparator<Object> c = (Comparator<Object>) (Comparator<?>)
-                    Comparators.forType(schema.findField(key).type().asPrimitiveType());
-            int pos = schema.columns().indexOf(schema.findField(key)); // by position: no name lookup per compare
+                    Comparators.forType(rows.findField(key).type().asPrimitiveType());
+            int pos = rows.columns().indexOf(rows.findField(key)); // by position: no name lookup per compare
             order = order.thenComparing((a, b) -> c.compare(a.get(pos, Object.class), b.get(pos, Object.class)));
         }
         return order;
