@@ -2,6 +2,7 @@ package dev.ddb2iceberg.maintenance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.commit.Checkpoint;
@@ -242,6 +243,40 @@ class MaintenanceTest {
 
         MaintenanceResult next = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
         assertEquals(List.of(), next.conflicts());
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void aCrashBetweenGroupsLeavesACorrectTableAndTheNextRunGoesOn() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(60);
+        }
+        int filesBefore = Compactor.fileCounts(table().currentSnapshot())[0];
+        int[] commits = new int[1];
+        Table hooked = CommitHookCatalog.beforeEachCompaction(catalog, tableId(), t -> {
+                    if (++commits[0] == 2) { // the Lambda dies after the first group committed
+                        throw new IllegalStateException("crash before the second group's commit");
+                    }
+                })
+                .loadTable(tableId());
+        RuntimeException crash = assertThrows(
+                RuntimeException.class,
+                () -> maintenance(Clock.systemUTC(), hooked).run(EnumSet.of(MaintenanceTask.COMPACT), false));
+        assertTrue(
+                String.valueOf(crash.getMessage()).contains("crash")
+                        || String.valueOf(crash.getCause()).contains("crash"),
+                "the crash itself: " + crash);
+        int filesAfterCrash = Compactor.fileCounts(table().currentSnapshot())[0];
+        assertTrue(
+                filesAfterCrash < filesBefore, "the first group committed: " + filesBefore + " -> " + filesAfterCrash);
+        assertTableEqualsExpected(); // the committed group and the untouched rest read as the model
+
+        MaintenanceResult next = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertEquals(List.of(), next.conflicts());
+        assertTrue(next.compaction().groups() > 0, "the next run compacted what was left: " + next);
+        assertEquals(0, next.compaction().groupsLeft(), next.toString());
+        assertTableEqualsExpected();
+        mergeSmallBatch(60); // and merges go on on the compacted table
         assertTableEqualsExpected();
     }
 
