@@ -138,7 +138,8 @@ final class Compactor {
                 if (out == null) {
                     continue;
                 }
-                Rewritten committed = commitWithRetries(group, out, start, operationId, keepIndex, conflicts);
+                Rewritten committed =
+                        commitWithRetries(locations(group), out, start, operationId, keepIndex, conflicts);
                 if (committed != null) {
                     done++;
                     inputFiles += committed.inputs().size();
@@ -174,6 +175,67 @@ final class Compactor {
                 done, inputFiles, bytesRewritten, written, dangling, before[0], before[1], after[0], after[1], left);
     }
 
+    private static Set<String> locations(CompactionPlanner.Group group) {
+        Set<String> out = new HashSet<>();
+        group.tasks().forEach(t -> out.add(t.file().location()));
+        return out;
+    }
+
+    /** The groups worth rewriting now, most benefit per byte first (a fan-out hands them to workers). */
+    List<CompactionPlanner.Group> plan() {
+        table.refresh();
+        Snapshot start = table.currentSnapshot();
+        return start == null ? List.of() : new CompactionPlanner(options).plan(table, start);
+    }
+
+    /**
+     * One group of a fan-out, named by its files: those the table still has are rewritten and
+     * committed as {@link #run} does a group (a worker retried after its commit finds its files gone
+     * and does nothing). Returns what committed: groups 0 or 1, files and bytes in, files out.
+     */
+    MaintenanceResult.Compaction compactGroup(Set<String> files, List<String> conflicts) {
+        table.refresh();
+        Snapshot start = table.currentSnapshot();
+        int[] before = fileCounts(start);
+        List<FileScanTask> tasks = start == null ? null : tasksNow(files, start);
+        Rewritten committed = null;
+        if (tasks != null) {
+            String operationId = "compaction-" + UUID.randomUUID();
+            boolean keepIndex = KeyIndex.resolve(table, start).manifest() != null;
+            Rewritten out = rewrite(tasks, operationId, keepIndex);
+            committed = commitWithRetries(files, out, start, operationId, keepIndex, conflicts);
+        } else {
+            LOG.info(
+                    "None of the {} files of this compaction group is in the table any more: nothing to do",
+                    files.size());
+        }
+        table.refresh();
+        int[] after = fileCounts(table.currentSnapshot());
+        if (committed == null) {
+            return new MaintenanceResult.Compaction(
+                    0, 0, 0, 0, 0, before[0], before[1], after[0], after[1], tasks == null ? 0 : 1);
+        }
+        long bytes = committed.inputs().stream()
+                .mapToLong(t -> t.file().fileSizeInBytes())
+                .sum();
+        return new MaintenanceResult.Compaction(
+                1,
+                committed.inputs().size(),
+                bytes,
+                committed.files().size(),
+                0,
+                before[0],
+                before[1],
+                after[0],
+                after[1],
+                0);
+    }
+
+    /** After a fan-out's groups: the position deletes left dangling (v2), removed. */
+    int finish() {
+        return removeDanglingDeletes();
+    }
+
     /**
      * Commits one group's new files in place of its inputs (and their own deletes). A merge that
      * deleted rows from an input meanwhile makes the commit fail validation: the group's files are
@@ -181,7 +243,7 @@ final class Compactor {
      * (without any file a merge dropped or folded meanwhile). Returns what committed, or null.
      */
     private Rewritten commitWithRetries(
-            CompactionPlanner.Group group,
+            Set<String> group,
             Rewritten out,
             Snapshot start,
             String operationId,
@@ -195,13 +257,13 @@ final class Compactor {
             } catch (ValidationException | CommitFailedException lost) {
                 deleteQuietly(out);
                 if (attempt >= GROUP_ATTEMPTS) {
-                    conflicts.add("compact: a group of " + group.files() + " files lost " + attempt
+                    conflicts.add("compact: a group of " + group.size() + " files lost " + attempt
                             + " races to other commits and is left to the next run: " + lost.getMessage());
                     return null;
                 }
                 LOG.info(
                         "A compaction group of {} files lost a race ({}); reading it again from the new snapshot",
-                        group.files(),
+                        group.size(),
                         lost.getMessage());
                 table.refresh();
                 from = table.currentSnapshot();
@@ -219,9 +281,7 @@ final class Compactor {
      * The group's files {@code snapshot} still has, with their deletes now (a merge may have dropped
      * or folded some); null if none is left.
      */
-    private List<FileScanTask> tasksNow(CompactionPlanner.Group group, Snapshot snapshot) {
-        Set<String> wanted = new HashSet<>();
-        group.tasks().forEach(t -> wanted.add(t.file().location()));
+    private List<FileScanTask> tasksNow(Set<String> wanted, Snapshot snapshot) {
         List<FileScanTask> found = new ArrayList<>();
         try (CloseableIterable<FileScanTask> tasks = table.newScan()
                 .useSnapshot(snapshot.snapshotId())

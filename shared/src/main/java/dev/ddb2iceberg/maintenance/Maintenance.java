@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.iceberg.Table;
@@ -54,6 +55,63 @@ public final class Maintenance {
     private static <T> T raced(List<String> conflicts, String task, RuntimeException lost, T none) {
         conflicts.add(task + ": " + lost.getMessage());
         return none;
+    }
+
+    /**
+     * A compaction fan-out's plan: the file groups worth rewriting now, each as its files'
+     * locations, most benefit per byte first (none for a table in an S3 table bucket).
+     */
+    public List<List<String>> compactionGroups() {
+        if (managedStorage) {
+            return List.of();
+        }
+        List<List<String>> groups = new ArrayList<>();
+        for (CompactionPlanner.Group g : new Compactor(table, options).plan()) {
+            groups.add(g.tasks().stream().map(t -> t.file().location()).sorted().toList());
+        }
+        return groups;
+    }
+
+    /**
+     * One group of a compaction fan-out, by its files' locations (from {@link #compactionGroups}):
+     * rewritten and committed on its own, as in a run; a group whose files are gone does nothing.
+     */
+    public MaintenanceResult compactGroup(List<String> files) {
+        long start = System.nanoTime();
+        List<String> conflicts = new ArrayList<>();
+        MaintenanceResult.Compaction compaction =
+                new Compactor(table, options).compactGroup(new HashSet<>(files), conflicts);
+        return new MaintenanceResult(
+                false, compaction, 0, 0, List.of(), conflicts, (System.nanoTime() - start) / 1_000_000);
+    }
+
+    /**
+     * The end of a compaction fan-out: the position deletes its groups left dangling, and the many
+     * small manifests one commit per group leaves, rewritten into few.
+     */
+    public MaintenanceResult finishCompaction() {
+        long start = System.nanoTime();
+        List<String> conflicts = new ArrayList<>();
+        int dangling = CommitProtocol.unlessRaced(
+                "Dangling deletes",
+                () -> new Compactor(table, options).finish(),
+                lost -> raced(conflicts, "compact", lost, 0));
+        int manifests = CommitProtocol.unlessRaced(
+                "Manifest rewrite",
+                () -> new ManifestRewrite(table, options.manifestThreshold()).run(false),
+                lost -> raced(conflicts, "manifests", lost, 0));
+        table.refresh();
+        int[] files = Compactor.fileCounts(table.currentSnapshot());
+        MaintenanceResult.Compaction compaction =
+                new MaintenanceResult.Compaction(0, 0, 0, 0, dangling, files[0], files[1], files[0], files[1], 0);
+        return new MaintenanceResult(
+                false, compaction, manifests, 0, List.of(), conflicts, (System.nanoTime() - start) / 1_000_000);
+    }
+
+    /** The table's data files and delete files now. */
+    public int[] fileCounts() {
+        table.refresh();
+        return Compactor.fileCounts(table.currentSnapshot());
     }
 
     public MaintenanceResult run(Set<MaintenanceTask> requested, boolean dryRun) {

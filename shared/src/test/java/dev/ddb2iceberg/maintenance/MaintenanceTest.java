@@ -10,6 +10,7 @@ import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.CompactionSteps;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
@@ -278,6 +279,68 @@ class MaintenanceTest {
         assertTableEqualsExpected();
         mergeSmallBatch(60); // and merges go on on the compacted table
         assertTableEqualsExpected();
+    }
+
+    private CompactionSteps fanOut() {
+        return new CompactionSteps(
+                settings.pipeline(),
+                settings.options().withTargetFileSize(16L << 20).withManifestThreshold(10),
+                catalog,
+                Clock.systemUTC());
+    }
+
+    @Test
+    void aFanOutOfGroupsToWorkersLeavesTheTableAScheduledCompactionWould() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(60);
+        }
+        int planned = fanOut().plan(4).groups().size();
+        assertTrue(planned > 1, "several groups to fan out: " + planned);
+
+        MaintenanceResult r = fanOut().runInProcess(4);
+
+        assertEquals(planned, r.compaction().groups(), r.toString());
+        assertEquals(0, r.compaction().groupsLeft(), r.toString());
+        assertEquals(List.of(), r.conflicts(), "groups share no file, so workers never race each other");
+        assertTableEqualsExpected();
+        MaintenanceResult scheduled = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
+        assertEquals(0, scheduled.compaction().groups(), "nothing left for the scheduled run: " + scheduled);
+        mergeSmallBatch(60);
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void aGroupStepRunTwiceCommitsOnceAndAMergeBetweenPlanAndGroupLosesNothing() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(60);
+        }
+        CompactionSteps.Planned plan = fanOut().plan(2);
+        mergeSmallBatch(200); // deletes rows in the planned groups' files before any worker starts
+        CompactionSteps.Group first = plan.groups().get(0);
+        MaintenanceResult once =
+                (MaintenanceResult) fanOut().run(new CompactionSteps.Input("group", null, first.files()));
+        assertEquals(1, once.compaction().groups(), once.toString());
+        assertTableEqualsExpected();
+
+        MaintenanceResult twice =
+                (MaintenanceResult) fanOut().run(new CompactionSteps.Input("group", null, first.files()));
+        assertEquals(0, twice.compaction().groups(), "a retried worker finds its files gone: " + twice);
+        for (CompactionSteps.Group g : plan.groups().subList(1, plan.groups().size())) {
+            fanOut().run(new CompactionSteps.Input("group", null, g.files()));
+        }
+        fanOut().run(new CompactionSteps.Input("finish", null, null));
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void aCompactionStepWithABadInputSaysWhatItTakes() {
+        IllegalArgumentException unknown = assertThrows(
+                IllegalArgumentException.class, () -> fanOut().run(new CompactionSteps.Input("compact", null, null)));
+        assertTrue(unknown.getMessage().contains("plan, group, finish"), unknown.getMessage());
+        IllegalArgumentException noFiles = assertThrows(
+                IllegalArgumentException.class,
+                () -> fanOut().run(new CompactionSteps.Input("group", null, List.of())));
+        assertTrue(noFiles.getMessage().contains("\"files\""), noFiles.getMessage());
     }
 
     @Test
