@@ -60,7 +60,8 @@ class TemplateTest {
             "Stager", StagerSettings::from,
             "Merger", MergerSettings::from,
             "ExportLoad", ExportLoadHandler::checkSettings,
-            "Maintenance", MaintenanceSettings::from);
+            "Maintenance", MaintenanceSettings::from,
+            "CompactionWorker", MaintenanceSettings::from);
 
     private static JsonSchema samSchema() throws Exception {
         try (InputStream in = TemplateTest.class.getResourceAsStream("/sam-schema/sam.schema.json")) {
@@ -264,7 +265,27 @@ class TemplateTest {
      */
     @Test
     void theExportLoadStateMachineInvokesOnlyThisStacksFunctionAndItsRoleAllowsExactlyThat() throws Exception {
-        JsonNode machine = ROOT.path("Resources").path("ExportLoadStateMachine").path("Properties");
+        checkStateMachine(
+                "ExportLoadStateMachine",
+                "ExportLoad",
+                Set.of("plan", "load", "index", "commit", "abort"),
+                "LoadWorkItems",
+                "$.work");
+    }
+
+    @Test
+    void theCompactionStateMachineInvokesOnlyItsWorkerFunctionAndItsRoleAllowsExactlyThat() throws Exception {
+        checkStateMachine(
+                "CompactionStateMachine",
+                "CompactionWorker",
+                Set.of("plan", "group", "finish"),
+                "CompactGroups",
+                "$.groups");
+    }
+
+    private static void checkStateMachine(
+            String id, String function, Set<String> expectedSteps, String mapState, String itemsPath) throws Exception {
+        JsonNode machine = ROOT.path("Resources").path(id).path("Properties");
         Path file = ProjectFiles.root().resolve(machine.path("DefinitionUri").asText());
         String text = Files.readString(file);
         JsonNode asl = new ObjectMapper().readTree(text); // throws unless JSON
@@ -281,13 +302,13 @@ class TemplateTest {
         Set<String> invoked = new TreeSet<>();
         Set<String> steps = new TreeSet<>();
         checkStates(asl, "", invoked, steps, substitutions);
-        assertEquals(Set.of("ExportLoad"), invoked, "functions the tasks invoke");
-        assertEquals(Set.of("plan", "load", "index", "commit", "abort"), steps, "steps the tasks run");
-        JsonNode map = asl.path("States").path("LoadWorkItems");
+        assertEquals(Set.of(function), invoked, "functions the tasks invoke");
+        assertEquals(expectedSteps, steps, "steps the tasks run");
+        JsonNode map = asl.path("States").path(mapState);
         assertEquals(
                 "DISTRIBUTED",
                 map.path("ItemProcessor").path("ProcessorConfig").path("Mode").asText());
-        assertEquals("$.work", map.path("ItemsPath").asText(), "the plan step's output field");
+        assertEquals(itemsPath, map.path("ItemsPath").asText(), "the plan step's output field");
         assertEquals("$.concurrency", map.path("MaxConcurrencyPath").asText(), "the plan step's output field");
 
         List<String> invokable = new ArrayList<>();
