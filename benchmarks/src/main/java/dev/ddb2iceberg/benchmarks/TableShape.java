@@ -41,7 +41,8 @@ import org.apache.iceberg.io.CloseableIterable;
  * template's hourly maintenance (compaction, snapshot expiry, orphan files) after every 60 merges.
  * Per hour: the merges' p50, p95 and max against the first merge after compaction; the files a full
  * scan opens (data and delete files) at their worst and right after compaction; and a full scan's
- * time at minute 59 and right after compaction.
+ * time at minute 59 and right after compaction; and the hour's maintenance time and the bytes its
+ * compaction rewrote against the bytes the hour's merges wrote.
  *
  * <p>Run: {@code java -Xmx8g -cp ... dev.ddb2iceberg.benchmarks.TableShape 1000000 [10000000]}, with
  * {@code -Dbench.changes} (per merge, default 5,000), {@code -Dbench.merges} (default 120),
@@ -110,9 +111,9 @@ public final class TableShape {
                 long m0 = System.nanoTime();
                 new Merger(catalog, tableSettings, store, OPTIONS).run();
                 double seconds = (System.nanoTime() - m0) / 1e9;
-                ScanShape shape =
-                        ScanShape.of(catalog.loadTable(id), MaintenanceOptions.DEFAULTS.targetFileSizeBytes());
-                hour.merged(seconds, shape);
+                Table merged = catalog.loadTable(id);
+                ScanShape shape = ScanShape.of(merged, MaintenanceOptions.DEFAULTS.targetFileSizeBytes());
+                hour.merged(seconds, shape, addedBytes(merged));
                 if (m % 10 == 0 || m == 1) {
                     System.out.printf(
                             "%-6d %-8.2f %-12d %-12d %-8d%n",
@@ -120,9 +121,12 @@ public final class TableShape {
                 }
                 if (m % MAINTENANCE_EVERY == 0) {
                     Scan before = scan(catalog.loadTable(id));
-                    maintain(catalog, id);
+                    long c0 = System.nanoTime();
+                    MaintenanceResult.Compaction compaction = maintain(catalog, id);
+                    double maintenanceSeconds = (System.nanoTime() - c0) / 1e9;
                     Scan after = scan(catalog.loadTable(id));
                     hour.report(rows, m / MAINTENANCE_EVERY, before, after);
+                    hour.reportCompaction(rows, m / MAINTENANCE_EVERY, compaction, maintenanceSeconds);
                     hour = new Hour(after);
                 }
             }
@@ -131,13 +135,19 @@ public final class TableShape {
         }
     }
 
-    /** The template's hourly maintenance, every task. */
-    private static void maintain(Catalog catalog, TableIdentifier id) {
+    /** The template's hourly maintenance, every task; what its compaction did. */
+    private static MaintenanceResult.Compaction maintain(Catalog catalog, TableIdentifier id) {
         long t0 = System.nanoTime();
         MaintenanceResult r = new Maintenance(
                         catalog.loadTable(id), MaintenanceOptions.DEFAULTS, "s3://bench/staging/", Clock.systemUTC())
                 .run(EnumSet.allOf(MaintenanceTask.class), false);
         System.out.printf("maintenance: %.1f s, %s%n", (System.nanoTime() - t0) / 1e9, r.compaction());
+        return r.compaction();
+    }
+
+    /** Bytes of the files (data and delete) the table's latest commit added: what a merge wrote. */
+    private static long addedBytes(Table table) {
+        return Long.parseLong(table.currentSnapshot().summary().getOrDefault("added-files-size", "0"));
     }
 
     /** A full scan's files and time: every row read, every column, the deletes applied (the best of 3). */
@@ -172,13 +182,39 @@ public final class TableShape {
             this.compacted = compacted;
         }
 
-        void merged(double seconds, ScanShape shape) {
+        /** Bytes the hour's merges wrote (new data and delete files). */
+        private long mergedBytes;
+
+        void merged(double seconds, ScanShape shape, long bytesWritten) {
             times.add(seconds);
+            mergedBytes += bytesWritten;
             if (shape.filesOpened() > worstFiles) {
                 worstFiles = shape.filesOpened();
                 worstDataFiles = shape.dataFiles();
                 worstDeleteFiles = shape.deleteFiles();
             }
+        }
+
+        /**
+         * The hour's compaction against the hour's changes: work that follows the changes rewrites a
+         * few times the bytes the merges wrote, whatever the table's size.
+         */
+        void reportCompaction(long rows, int n, MaintenanceResult.Compaction c, double seconds) {
+            Results.report(
+                    String.format(
+                            "table shape, %,d rows, hour %d: maintenance seconds; bytes compaction rewrote / bytes"
+                                    + " the hour's merges wrote",
+                            rows, n),
+                    "grows with the changes, not the table",
+                    String.format(
+                            "%.1f s; %,d / %,d bytes = %.1f (%d groups, %d files in, %d out)",
+                            seconds,
+                            c.bytesRewritten(),
+                            mergedBytes,
+                            mergedBytes == 0 ? 0.0 : (double) c.bytesRewritten() / mergedBytes,
+                            c.groups(),
+                            c.filesRewritten(),
+                            c.filesWritten()));
         }
 
         void report(long rows, int n, Scan minute59, Scan afterCompaction) {
