@@ -362,10 +362,11 @@ final class Compactor {
     }
 
     /**
-     * The fast path: only the key and sequence columns are read as records (with the deletes
-     * applied), to find the live rows, their order and the key index's moves; every column is then
-     * copied below the records, row by row, from the positions found. Null when a file's columns
-     * differ from the table's or a file is of an older partition spec: the record path takes it.
+     * The fast path: every column copied below the records, row by row. One file's live positions
+     * come from its deletes, and its key and sequence values for the key index from the copy;
+     * several files' order comes from their key and sequence columns read as records (with the
+     * deletes applied). Null when a file's columns differ from the table's or a file is of an
+     * older partition spec: the record path takes it.
      */
     private Rewritten copy(List<FileScanTask> tasks, String operationId, boolean keepIndex) throws IOException {
         PartitionSpec spec = table.spec();
