@@ -47,14 +47,16 @@ import org.apache.iceberg.io.CloseableIterable;
  * <p>Run: {@code java -Xmx8g -cp ... dev.ddb2iceberg.benchmarks.TableShape 1000000 [10000000]}, with
  * {@code -Dbench.changes} (per merge, default 5,000), {@code -Dbench.merges} (default 120),
  * {@code -Dbench.maintenanceEvery} (default 60), {@code -Dbench.narrow=true} (items without the
- * 500-byte note), {@code -Dbench.rewriteBelow} and {@code -Dbench.rewritePerMerge} (the merger's
- * REWRITE_FILES_BELOW_BYTES and REWRITE_BYTES_PER_MERGE).
+ * 500-byte note), {@code -Dbench.rewriteBelow}, {@code -Dbench.rewritePerMerge} and
+ * {@code -Dbench.maxChanges} (the merger's REWRITE_FILES_BELOW_BYTES, REWRITE_BYTES_PER_MERGE and
+ * MAX_CHANGES_PER_RUN, which also bounds the rows a merge folds).
  */
 public final class TableShape {
     private static final int CHANGES = Integer.getInteger("bench.changes", 5_000);
     private static final int MERGES = Integer.getInteger("bench.merges", 120);
     private static final int MAINTENANCE_EVERY = Integer.getInteger("bench.maintenanceEvery", 60);
     private static final MergeOptions OPTIONS = MergeOptions.DEFAULTS
+            .withMaxChanges(Integer.getInteger("bench.maxChanges", MergeOptions.DEFAULTS.maxChanges()))
             .withRewriteFilesBelow(Long.getLong("bench.rewriteBelow", MergeOptions.DEFAULTS.rewriteFilesBelowBytes()))
             .withRewriteBytesPerMerge(
                     Long.getLong("bench.rewritePerMerge", MergeOptions.DEFAULTS.rewriteBytesPerMerge()));
