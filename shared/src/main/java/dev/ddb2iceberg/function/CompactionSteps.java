@@ -56,6 +56,10 @@ public final class CompactionSteps {
 
     public record Group(List<String> files) {}
 
+    /** A step that had nothing to do. */
+    private static final MaintenanceResult NOTHING =
+            new MaintenanceResult(false, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0);
+
     private final PipelineSettings settings;
     private final MaintenanceOptions options;
     private final Catalog catalog;
@@ -72,11 +76,11 @@ public final class CompactionSteps {
         String step = in.step() == null ? "" : in.step();
         return switch (step) {
             case "plan" -> {
-                only(in, "plan", in.files() == null);
+                only(in, "plan", "\"workers\"", in.files() == null);
                 yield plan(in.workers() == null ? DEFAULT_WORKERS : in.workers());
             }
             case "group" -> {
-                only(in, "group", in.workers() == null);
+                only(in, "group", "\"files\"", in.workers() == null);
                 if (in.files() == null || in.files().isEmpty()) {
                     throw new IllegalArgumentException(
                             "Compaction input step='group' needs \"files\": the locations of one group the plan step"
@@ -85,8 +89,10 @@ public final class CompactionSteps {
                 yield existing().compactGroup(in.files());
             }
             case "finish" -> {
-                only(in, "finish", in.workers() == null && in.files() == null);
-                yield existing().finishCompaction();
+                only(in, "finish", "no other field", in.workers() == null && in.files() == null);
+                Maintenance maintenance = maintenance();
+                // Before the merger's first run the plan was empty: there is nothing to finish.
+                yield maintenance == null ? NOTHING : maintenance.finishCompaction();
             }
             default ->
                 throw new IllegalArgumentException(
@@ -94,11 +100,11 @@ public final class CompactionSteps {
         };
     }
 
-    private static void only(Input in, String step, boolean ok) {
+    /** Refuses a field the step does not take, naming what it takes. */
+    private static void only(Input in, String step, String takes, boolean ok) {
         if (!ok) {
-            throw new IllegalArgumentException("Compaction input step='" + step + "' takes "
-                    + (step.equals("plan") ? "\"workers\"" : step.equals("group") ? "\"files\"" : "no other field")
-                    + " only; got " + in);
+            throw new IllegalArgumentException(
+                    "Compaction input step='" + step + "' takes " + takes + " only; got " + in);
         }
     }
 

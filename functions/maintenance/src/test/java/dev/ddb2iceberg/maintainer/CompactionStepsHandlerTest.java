@@ -88,6 +88,15 @@ class CompactionStepsHandlerTest {
     }
 
     @Test
+    void beforeTheFirstMergeAnExecutionPlansNothingAndFinishesWithoutFailing() throws Exception {
+        JsonNode plan = invoke("{\"step\": \"plan\", \"workers\": 3}");
+        assertEquals(0, plan.get("groups").size(), plan.toString());
+        JsonNode finish = invoke("{\"step\": \"finish\"}");
+        assertEquals(0, finish.get("compaction").get("danglingDeletesRemoved").asInt(), finish.toString());
+        assertEquals(0, finish.get("manifestsRewritten").asInt(), finish.toString());
+    }
+
+    @Test
     void aStepTheFunctionDoesNotKnowIsRefusedNamingTheSteps() {
         IllegalArgumentException e =
                 assertThrows(IllegalArgumentException.class, () -> invoke("{\"step\": \"compact\"}"));
