@@ -16,18 +16,26 @@ import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.util.Futures;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.io.CloseableIterable;
 import org.slf4j.event.Level;
 
 /**
@@ -91,6 +99,8 @@ public final class ParallelLoadThroughput {
                         server.newClient(),
                         Integer.getInteger("bench.batchItems", 250_000));
                 run(load, location, workers, items);
+                TableSettings table = TableSettings.from(env);
+                printFiles(catalog.loadTable(TableIdentifier.of(table.namespace(), table.name())));
             }
         }
     }
@@ -112,6 +122,25 @@ public final class ParallelLoadThroughput {
             }
             tasks.forEach(t -> done.add(Futures.join(t, "loading")));
             long tLoad = System.nanoTime();
+            ParallelExportLoad.Arranged arranged = load.arrange(plan.loadId());
+            List<Future<ParallelExportLoad.Gathered>> gathers = new ArrayList<>();
+            for (int g : arranged.groups()) {
+                gathers.add(pool.submit(() -> load.gather(plan.loadId(), g)));
+            }
+            List<ParallelExportLoad.Gathered> gathered = new ArrayList<>();
+            gathers.forEach(g -> gathered.add(Futures.join(g, "gathering")));
+            long tGather = System.nanoTime();
+            int workersFiles = done.stream()
+                    .mapToInt(ParallelExportLoad.WorkResult::dataFiles)
+                    .sum();
+            double gatherMbPerCoreSecond = arranged.bytesToMerge()
+                    / 1e6
+                    / Math.max(
+                            1e-3,
+                            gathered.stream()
+                                            .mapToLong(ParallelExportLoad.Gathered::millis)
+                                            .sum()
+                                    / 1000.0);
             List<Future<ParallelExportLoad.GroupDone>> groups = new ArrayList<>();
             for (int g = 0; g < plan.indexGroups(); g++) {
                 int group = g;
@@ -121,21 +150,34 @@ public final class ParallelLoadThroughput {
             long tIndex = System.nanoTime();
             ParallelExportLoad.CommitResult commit = load.commit(plan.loadId());
             long end = System.nanoTime();
+            System.out.printf(
+                    "%d workers: the workers wrote %d data files; the gather merged %d of them (%,d bytes) in %d"
+                            + " groups in %.1f s (%.1f MB/s per group's thread), kept %d%n",
+                    workers,
+                    workersFiles,
+                    arranged.filesToMerge(),
+                    arranged.bytesToMerge(),
+                    arranged.groups().size(),
+                    (tGather - tLoad) / 1e9,
+                    gatherMbPerCoreSecond,
+                    arranged.filesKept());
             double perWorker = done.stream()
                     .mapToDouble(w -> w.items() * 1000.0 / Math.max(1, w.millis()))
                     .average()
                     .orElse(0);
             double wall = (end - start) / 1e9;
             System.out.printf(
-                    "%d workers: %,d items in %.1f s (%,.0f items/s); plan %.1f s, workers %.1f s, index %.1f s,"
-                            + " commit %.1f s; %d work items, %d data files; each worker %,.0f items/s on average%n",
+                    "%d workers: %,d items in %.1f s (%,.0f items/s); plan %.1f s, workers %.1f s, gather %.1f s,"
+                            + " index %.1f s, commit %.1f s; %d work items, %d data files; each worker %,.0f items/s on"
+                            + " average%n",
                     workers,
                     commit.rows(),
                     wall,
                     items / wall,
                     (tPlan - start) / 1e9,
                     (tLoad - tPlan) / 1e9,
-                    (tIndex - tLoad) / 1e9,
+                    (tGather - tLoad) / 1e9,
+                    (tIndex - tGather) / 1e9,
                     (end - tIndex) / 1e9,
                     plan.work().size(),
                     commit.dataFiles(),
@@ -147,6 +189,42 @@ public final class ParallelLoadThroughput {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /** The committed data files: how many, how many a partition, and their sizes (min, median, max). */
+    private static void printFiles(Table table) {
+        List<Long> sizes = new ArrayList<>();
+        Map<String, Integer> perPartition = new TreeMap<>();
+        long rows = 0;
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            for (FileScanTask t : tasks) {
+                sizes.add(t.file().fileSizeInBytes());
+                rows += t.file().recordCount();
+                perPartition.merge(table.spec().partitionToPath(t.file().partition()), 1, Integer::sum);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Collections.sort(sizes);
+        long total = sizes.stream().mapToLong(Long::longValue).sum();
+        System.out.printf(
+                "table: %d data files in %d partitions (%d to %d a partition), %,d rows, %,d bytes (%.1f bytes a row);"
+                        + " file sizes min %,d, median %,d, max %,d%n",
+                sizes.size(),
+                perPartition.size(),
+                perPartition.values().stream().mapToInt(Integer::intValue).min().orElse(0),
+                perPartition.values().stream().mapToInt(Integer::intValue).max().orElse(0),
+                rows,
+                total,
+                total / (double) Math.max(1, rows),
+                sizes.isEmpty() ? 0 : sizes.get(0),
+                sizes.isEmpty() ? 0 : sizes.get(sizes.size() / 2),
+                sizes.isEmpty() ? 0 : sizes.get(sizes.size() - 1));
+        System.out.printf(
+                "RESULT|parallel export load: data files a partition, median file|-|%d to %d; %.1f MB%n",
+                perPartition.values().stream().mapToInt(Integer::intValue).min().orElse(0),
+                perPartition.values().stream().mapToInt(Integer::intValue).max().orElse(0),
+                (sizes.isEmpty() ? 0 : sizes.get(sizes.size() / 2)) / 1e6);
     }
 
     /** A ~600-byte item of an orders table: keys, strings, numbers, a set, a map and a list. */

@@ -388,6 +388,9 @@ class SparkReadsPipelineTablesTest {
         for (ParallelExportLoad.Work work : plan.work()) {
             load.loadWork(plan.loadId(), work.work());
         }
+        for (int group : load.arrange(plan.loadId()).groups()) {
+            load.gather(plan.loadId(), group); // the workers' small files merged, as the state machine does
+        }
         for (int g = 0; g < plan.indexGroups(); g++) {
             load.buildIndex(plan.loadId(), g);
         }

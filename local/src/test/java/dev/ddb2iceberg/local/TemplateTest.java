@@ -268,9 +268,30 @@ class TemplateTest {
         checkStateMachine(
                 "ExportLoadStateMachine",
                 "ExportLoad",
-                Set.of("plan", "load", "index", "commit", "abort"),
+                Set.of("plan", "load", "arrange", "gather", "index", "commit", "abort"),
                 "LoadWorkItems",
                 "$.work");
+        // The gather maps over what the arrange step returns, kept beside the plan's fields it also needs.
+        JsonNode asl = new ObjectMapper()
+                .readTree(Files.readString(ProjectFiles.root()
+                        .resolve(ROOT.path("Resources")
+                                .path("ExportLoadStateMachine")
+                                .path("Properties")
+                                .path("DefinitionUri")
+                                .asText())));
+        JsonNode states = asl.path("States");
+        assertEquals("GatherFiles", states.path("ArrangeFiles").path("Next").asText());
+        assertEquals("$.gather", states.path("ArrangeFiles").path("ResultPath").asText());
+        JsonNode gather = states.path("GatherFiles");
+        assertEquals(
+                "DISTRIBUTED",
+                gather.path("ItemProcessor")
+                        .path("ProcessorConfig")
+                        .path("Mode")
+                        .asText());
+        assertEquals("$.gather.groups", gather.path("ItemsPath").asText());
+        assertEquals("$.concurrency", gather.path("MaxConcurrencyPath").asText());
+        assertEquals("BuildKeyIndex", gather.path("Next").asText());
     }
 
     @Test

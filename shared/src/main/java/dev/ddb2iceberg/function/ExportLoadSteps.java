@@ -19,6 +19,9 @@ import java.util.stream.IntStream;
  *       returns the plan: {@code loadId}, the {@code work} items, the {@code indexGroups} and the
  *       {@code concurrency} the map runs at;
  *   <li>{@code {"step": "load", "loadId": …, "work": i}}: one work item;
+ *   <li>{@code {"step": "arrange", "loadId": …}}: once every work item is done, groups each
+ *       partition's small files; returns the {@code groups} to gather;
+ *   <li>{@code {"step": "gather", "loadId": …, "group": g}}: merges one group into a target-size file;
  *   <li>{@code {"step": "index", "loadId": …, "group": g}}: one group of key index parts;
  *   <li>{@code {"step": "commit", "loadId": …}}: the one commit;
  *   <li>{@code {"step": "abort", "loadId": …, "error": …}}: ends a failed load, nothing of it committed.
@@ -81,6 +84,8 @@ public final class ExportLoadSteps {
         return switch (step) {
             case "plan" -> plan(planOf(in));
             case "load" -> load.loadWork(loadId(in), nonNegative("work", in.work()));
+            case "arrange" -> load.arrange(loadId(in));
+            case "gather" -> load.gather(loadId(in), nonNegative("group", in.group()));
             case "index" -> {
                 ParallelExportLoad.GroupDone g = load.buildIndex(loadId(in), nonNegative("group", in.group()));
                 yield new Indexed(g.group(), g.parts().size(), g.entries());
@@ -93,8 +98,8 @@ public final class ExportLoadSteps {
                 yield new Aborted(loadId, true, deleted);
             }
             default ->
-                throw new IllegalArgumentException(
-                        "Export load input step='" + step + "' is not one of plan, load," + " index, commit, abort.");
+                throw new IllegalArgumentException("Export load input step='" + step
+                        + "' is not one of plan, load, arrange, gather, index, commit, abort.");
         };
     }
 

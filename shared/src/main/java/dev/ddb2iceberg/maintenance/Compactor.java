@@ -25,15 +25,19 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.iceberg.BaseFileScanTask;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.PartitionSpecParser;
 import org.apache.iceberg.RewriteFiles;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.SchemaParser;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
@@ -46,6 +50,8 @@ import org.apache.iceberg.data.Record;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.expressions.ResidualEvaluator;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.FanoutDataWriter;
 import org.apache.iceberg.io.OutputFileFactory;
@@ -65,7 +71,7 @@ import org.slf4j.LoggerFactory;
  * read and written again from the new snapshot, a few times at most. A run stops taking groups at
  * its bounds (bytes, groups, time); the next run goes on with what is left.
  */
-final class Compactor {
+public final class Compactor {
     private static final Logger LOG = LoggerFactory.getLogger(Compactor.class);
     private static final int IO_THREADS = 8;
     /** Distinct writer ids for the new files' names, within one JVM (the operation id tells runs apart). */
@@ -338,6 +344,36 @@ final class Compactor {
      * row's new place when the key index is kept (else null).
      */
     private record Rewritten(List<FileScanTask> inputs, Set<DataFile> files, IndexEntries.Builder moves) {}
+
+    /** Several sorted files merged into one sorted run: the new files, and each row's key index entry in them. */
+    public record Merged(List<DataFile> files, IndexEntries entries) {}
+
+    /**
+     * Merges data files that are not committed (the parallel load's batches: files of one partition,
+     * each sorted by key, without deletes) into files of about {@code targetFileSizeBytes} sorted by
+     * key, as compaction merges a partition's small files: columns copied where they match the
+     * table's, records otherwise. The caller commits the result (or not).
+     *
+     * @param withEntries also return each row's key, new place and sequence number (for the key index)
+     */
+    public static Merged mergeSorted(
+            Table table, List<DataFile> files, long targetFileSizeBytes, String operationId, boolean withEntries) {
+        String schema = SchemaParser.toJson(table.schema());
+        List<FileScanTask> tasks = new ArrayList<>();
+        for (DataFile file : files) {
+            tasks.add(new BaseFileScanTask(
+                    file,
+                    new DeleteFile[0],
+                    schema,
+                    PartitionSpecParser.toJson(table.specs().get(file.specId())),
+                    ResidualEvaluator.unpartitioned(Expressions.alwaysTrue())));
+        }
+        Rewritten out = new Compactor(table, MaintenanceOptions.DEFAULTS.withTargetFileSize(targetFileSizeBytes))
+                .rewrite(tasks, operationId, withEntries);
+        return new Merged(
+                new ArrayList<>(out.files()),
+                out.moves() == null ? null : out.moves().build());
+    }
 
     /**
      * Rewrites one group: the live rows of its files, merged in key order (each input file is

@@ -39,7 +39,7 @@ public final class InProcessExportLoad {
         this.progress = progress;
     }
 
-    /** Plans, loads, indexes and commits; returns the commit step's output. */
+    /** Plans, loads, gathers small files, indexes and commits; returns the commit step's output. */
     public JsonNode run(ObjectNode planInput, int workers) {
         ObjectNode planStep = planInput.deepCopy().put("step", "plan").put("workers", workers);
         JsonNode plan = invoke.apply(planStep); // a refusal ends the run: nothing was marked
@@ -75,6 +75,37 @@ public final class InProcessExportLoad {
                             items,
                             finished.incrementAndGet(),
                             plan.path("work").size()));
+                }));
+            }
+            joinAll(tasks, loadId);
+            tasks.clear();
+            JsonNode arranged =
+                    withRetries(JSON.createObjectNode().put("step", "arrange").put("loadId", loadId));
+            if (arranged.path("groups").size() > 0) {
+                progress.accept(String.format(
+                        "merging %d small files (%,d bytes) in %d groups into files of about %,d bytes; %d files kept",
+                        arranged.path("filesToMerge").asInt(),
+                        arranged.path("bytesToMerge").asLong(),
+                        arranged.path("groups").size(),
+                        arranged.path("targetBytes").asLong(),
+                        arranged.path("filesKept").asInt()));
+            }
+            AtomicInteger gathered = new AtomicInteger();
+            for (JsonNode group : arranged.path("groups")) {
+                ObjectNode step = JSON.createObjectNode()
+                        .put("step", "gather")
+                        .put("loadId", loadId)
+                        .put("group", group.asInt());
+                tasks.add(pool.submit(() -> {
+                    JsonNode done = withRetries(step);
+                    progress.accept(String.format(
+                            "gather group %d done: %d files into %d in %.1f s; %d of %d groups",
+                            done.path("group").asInt(),
+                            done.path("filesIn").asInt(),
+                            done.path("filesOut").asInt(),
+                            done.path("millis").asLong() / 1000.0,
+                            gathered.incrementAndGet(),
+                            arranged.path("groups").size()));
                 }));
             }
             joinAll(tasks, loadId);

@@ -56,9 +56,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -407,7 +409,7 @@ class ParallelExportLoadTest {
         assertTableEquals(model);
     }
 
-    /** The steps after the plan, one after another (the map's order does not matter). */
+    /** The steps after the plan, one after another (a map's order does not matter). */
     private static JsonNode loadIndexAndCommit(Function<ObjectNode, JsonNode> invoke, JsonNode plan) {
         String loadId = plan.path("loadId").asText();
         plan.path("work")
@@ -415,6 +417,12 @@ class ParallelExportLoadTest {
                         .put("step", "load")
                         .put("loadId", loadId)
                         .put("work", w.path("work").asInt())));
+        invoke.apply(JSON.createObjectNode().put("step", "arrange").put("loadId", loadId))
+                .path("groups")
+                .forEach(g -> invoke.apply(JSON.createObjectNode()
+                        .put("step", "gather")
+                        .put("loadId", loadId)
+                        .put("group", g.asInt())));
         plan.path("indexGroups")
                 .forEach(g -> invoke.apply(JSON.createObjectNode()
                         .put("step", "index")
@@ -487,6 +495,141 @@ class ParallelExportLoadTest {
         }
         assertEquals(1, loads, "one commit of the load");
         assertEquals(h.exported().size(), TableItems.read(table()).size(), "each exported item once");
+    }
+
+    /** The live data files of the table, by partition. */
+    private Map<String, List<DataFile>> filesByPartition() {
+        Map<String, List<DataFile>> files = new TreeMap<>();
+        try (CloseableIterable<FileScanTask> tasks = table().newScan().planFiles()) {
+            tasks.forEach(task -> files.computeIfAbsent(
+                            table().spec().partitionToPath(task.file().partition()), p -> new ArrayList<>())
+                    .add(task.file()));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return files;
+    }
+
+    @Test
+    void theLoadLeavesOneFilePerPartitionNotOnePerBatchAndTheIndexFindsTheMergedRows() {
+        History h = history(14, 900);
+        stage(h.before());
+        String location = exports.writeFull("01764000000000-g", Instant.now().minusSeconds(60), h.exported(), 6);
+        JsonNode committed = load(invoker(handler()), location, 3); // 3 workers, batches of 400: 3+ files a partition
+        assertTrue(
+                progress.stream().anyMatch(p -> p.startsWith("merging")), "the load gathered its files: " + progress);
+        Map<String, List<DataFile>> files = filesByPartition();
+        files.forEach((partition, inPartition) ->
+                assertEquals(1, inPartition.size(), "one file in partition " + partition + ": " + inPartition));
+        assertEquals(files.size(), committed.path("dataFiles").asInt(), committed.toString());
+        assertEquals(Set.of(), loadFilesNotInTheTable(), "the workers' small files were deleted");
+        stage(h.during());
+        stage(h.after());
+        List<String> messages = new ArrayList<>();
+        try (LogCapture logs = LogCapture.json()) {
+            mergeAll();
+            logs.all().forEach(l -> messages.add(l.path("message").asText()));
+        }
+        assertTrue(
+                messages.stream().noneMatch(m -> m.startsWith("Rebuilding the key index")),
+                () -> "the merges found the gathered rows through the load's index: " + messages);
+        assertTableEquals(source(h));
+    }
+
+    @Test
+    void aPartitionPastTheTargetSizeIsGatheredIntoSeveralFilesAndARetriedGatherCommitsItsLastAttempt() {
+        History h = history(15, 900);
+        stage(h.before());
+        String location = exports.writeFull("01764000000000-z", Instant.now().minusSeconds(60), h.exported(), 6);
+        Function<ObjectNode, JsonNode> invoke = invoker(handler());
+        JsonNode plan = invoke.apply(input(location).put("step", "plan").put("workers", 3));
+        String loadId = plan.path("loadId").asText();
+        plan.path("work")
+                .forEach(w -> invoke.apply(JSON.createObjectNode()
+                        .put("step", "load")
+                        .put("loadId", loadId)
+                        .put("work", w.path("work").asInt())));
+        long largest = 0;
+        for (FileInfo f : ((SupportsPrefixOperations) table().io()).listPrefix(table().location() + "/data/")) {
+            largest = Math.max(largest, f.size());
+        }
+        // A target of about two of the workers' files: a partition's files go into several groups.
+        long target = largest * 5 / 2;
+        table().updateProperties()
+                .set("write.target-file-size-bytes", Long.toString(target))
+                .commit();
+        JsonNode arranged =
+                invoke.apply(JSON.createObjectNode().put("step", "arrange").put("loadId", loadId));
+        int groups = arranged.path("groups").size();
+        assertTrue(groups > 16, "several groups a partition (16 partitions): " + arranged);
+        assertEquals(target, arranged.path("targetBytes").asLong(), arranged.toString());
+        for (JsonNode g : arranged.path("groups")) {
+            ObjectNode step = JSON.createObjectNode()
+                    .put("step", "gather")
+                    .put("loadId", loadId)
+                    .put("group", g.asInt());
+            invoke.apply(step);
+            if (g.asInt() == 0) {
+                invoke.apply(step); // a retried gather: its second attempt is the one recorded
+            }
+        }
+        plan.path("indexGroups")
+                .forEach(g -> invoke.apply(JSON.createObjectNode()
+                        .put("step", "index")
+                        .put("loadId", loadId)
+                        .put("group", g.asInt())));
+        JsonNode committed =
+                invoke.apply(JSON.createObjectNode().put("step", "commit").put("loadId", loadId));
+
+        assertEquals(h.exported().size(), committed.path("rows").asLong(), committed.toString());
+        assertEquals(h.exported().size(), TableItems.read(table()).size(), "each exported item once");
+        assertEquals(Set.of(), loadFilesNotInTheTable(), "the first attempt's files and the merged ones were deleted");
+        int filesNow = filesByPartition().values().stream().mapToInt(List::size).sum();
+        assertTrue(
+                filesNow < arranged.path("filesToMerge").asInt(),
+                filesNow + " files, fewer than the " + arranged.path("filesToMerge") + " the workers wrote");
+        for (List<DataFile> inPartition : filesByPartition().values()) {
+            for (DataFile f : inPartition) {
+                assertTrue(f.fileSizeInBytes() <= 2 * target, f.location() + " is " + f.fileSizeInBytes() + " bytes");
+            }
+        }
+        stage(h.during());
+        stage(h.after());
+        mergeAll();
+        assertTableEquals(source(h));
+    }
+
+    @Test
+    void aWorkerRunAgainAfterTheArrangeStepMakesTheCommitRefuseInsteadOfLosingItsRows() {
+        History h = history(16, 300);
+        stage(h.before());
+        String location = exports.writeFull("01764000000000-a", Instant.now().minusSeconds(60), h.exported(), 3);
+        Function<ObjectNode, JsonNode> invoke = invoker(handler());
+        JsonNode plan = invoke.apply(input(location).put("step", "plan").put("workers", 2));
+        String loadId = plan.path("loadId").asText();
+        plan.path("work")
+                .forEach(w -> invoke.apply(JSON.createObjectNode()
+                        .put("step", "load")
+                        .put("loadId", loadId)
+                        .put("work", w.path("work").asInt())));
+        JsonNode arranged =
+                invoke.apply(JSON.createObjectNode().put("step", "arrange").put("loadId", loadId));
+        invoke.apply(JSON.createObjectNode()
+                .put("step", "load")
+                .put("loadId", loadId)
+                .put("work", 0)); // again
+        arranged.path("groups")
+                .forEach(g -> invoke.apply(JSON.createObjectNode()
+                        .put("step", "gather")
+                        .put("loadId", loadId)
+                        .put("group", g.asInt())));
+        RuntimeException refused = assertThrows(
+                RuntimeException.class,
+                () -> invoke.apply(JSON.createObjectNode().put("step", "commit").put("loadId", loadId)));
+        assertTrue(refused.getMessage().contains("a worker ran again after the arrange step"), refused.getMessage());
+        assertTrue(
+                table().currentSnapshot() == null || TableItems.read(table()).isEmpty(),
+                "nothing of the load committed");
     }
 
     @Test

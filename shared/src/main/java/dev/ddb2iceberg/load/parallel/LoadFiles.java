@@ -75,7 +75,7 @@ final class LoadFiles {
                     KeyIndex.fileLocation(table, "load-" + loadId + "/"))) {
                 try {
                     for (FileInfo f : io.listPrefix(prefix)) {
-                        boolean ours = !prefix.equals(data) || f.location().contains(runIdOf(loadId) + "-w");
+                        boolean ours = !prefix.equals(data) || f.location().contains(runIdOf(loadId) + "-");
                         if (ours && !keep.contains(f.location())) {
                             doomed.add(f.location());
                         }

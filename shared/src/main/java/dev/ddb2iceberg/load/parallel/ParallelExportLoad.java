@@ -14,6 +14,8 @@ import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.load.ExportLoader;
+import dev.ddb2iceberg.maintenance.Compactor;
+import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagingStore;
@@ -25,21 +27,25 @@ import java.io.Serializable;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotSummary;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.Transaction;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -47,6 +53,7 @@ import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.FileInfo;
 import org.apache.iceberg.io.SupportsPrefixOperations;
+import org.apache.iceberg.util.PropertyUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -66,9 +73,17 @@ import software.amazon.awssdk.services.s3.S3Client;
  *       table (partitioned, sorted by key within each batch) and the key index entries of their rows, and record what
  *       was written under the load's folder. A retry writes new files and replaces the record; the
  *       files of failed or repeated attempts are never committed, and {@link #commit} deletes them.
+ *   <li>{@link #arrange}: once every worker is done, groups each partition's small files (a
+ *       worker writes a file per partition per batch, ~9 MB each at 1B items) into groups of about
+ *       the target file size, and {@link #gather}, one per group, in parallel: merges a group's
+ *       files, each sorted by key, into one sorted file of about that size, as compaction would
+ *       (columns copied, not rows decoded), with the key index entries of its rows. So the load
+ *       leaves target-size files instead of thousands of small ones for maintenance to rewrite.
+ *       Nothing is committed yet; a retried gather writes new files, and the commit takes the
+ *       attempt recorded.
  *   <li>{@link #buildIndex}, one per group of index parts, in parallel: the key index of the loaded
- *       rows, from the workers' entries, so the first merge after the load need not read a
- *       billion keys.
+ *       rows, from the workers' entries (and the gather's, for the files it merged), so the first
+ *       merge after the load need not read a billion keys.
  *   <li>{@link #commit}: every worker's files added in one commit that refuses if anything else
  *       added rows since the plan, with the load recorded as done in its summary (as the chunked
  *       loader's cursor) and the index named, and the mark removed, in one metadata commit. Then
@@ -101,6 +116,13 @@ public final class ParallelExportLoad {
     static final int MAX_INDEX_GROUPS = 40;
     /** ... or more, so that a group holds at most this many entries (about 60 bytes each, packed, in memory). */
     static final long ENTRIES_PER_INDEX_GROUP = 10_000_000;
+    /**
+     * The gather merges a partition's files smaller than this share of the target size; bigger ones
+     * are kept as they are (merging them would rewrite much for little).
+     */
+    static final double GATHER_BELOW_TARGET_SHARE = 0.75;
+    /** A gather group merges at most this many files (each is open at once: a row group in memory apiece). */
+    static final int MAX_GATHER_FILES = 200;
     /** Workers running in this JVM now (one in Lambda; several under the local runner). */
     private static final AtomicInteger ACTIVE_WORKERS = new AtomicInteger();
 
@@ -138,14 +160,43 @@ public final class ParallelExportLoad {
             int work, String attempt, long items, long rows, long skipped, List<DataFile> files, List<String> fragments)
             implements Serializable {}
 
-    /** What an index step wrote, kept as {@code index/g<g>.json}. */
-    /** @param attempts the worker attempt each work item's entries came from (the commit checks they are the ones it commits) */
+    /**
+     * What an index step wrote, kept as {@code index/g<g>.json}.
+     *
+     * @param attempts the worker attempt each work item's entries came from (the commit checks they are the ones it commits)
+     * @param gatherAttempts the same for each gather group's entries (empty when the load did not gather)
+     */
     public record GroupDone(
             int group,
             Map<Integer, IndexManifest.Part> parts,
             long entries,
             long bytes,
-            Map<Integer, String> attempts) {}
+            Map<Integer, String> attempts,
+            Map<Integer, String> gatherAttempts) {}
+
+    /**
+     * The gather's groups, kept as {@code gather/plan.bin} (each group's files in {@code gather/p<g>.bin}).
+     *
+     * @param attempts the worker attempt whose files each work item's groups hold
+     */
+    record GatherPlan(int groups, Map<Integer, String> attempts) implements Serializable {}
+
+    /** What a gather step wrote, kept as {@code gather/g<g>.bin}. */
+    record GatherDone(
+            int group, String attempt, List<String> inputs, List<DataFile> files, List<String> fragments, long rows)
+            implements Serializable {}
+
+    /** What the arrange step decided, for the state machine: it maps over {@code groups}. */
+    public record Arranged(
+            String loadId,
+            List<Integer> groups,
+            int filesToMerge,
+            long bytesToMerge,
+            int filesKept,
+            long targetBytes) {}
+
+    /** What a gather step did. */
+    public record Gathered(int group, int filesIn, int filesOut, long rows, long bytesIn, long bytesOut, long millis) {}
 
     /** What a worker did, for the state machine (small: the map's results are kept in its state). */
     public record WorkResult(int work, long items, long rows, long skipped, int dataFiles, long millis) {}
@@ -464,6 +515,203 @@ public final class ParallelExportLoad {
         return new WorkResult(workIndex, state.items, state.written, state.skipped, state.files.size(), millis);
     }
 
+    // ------------------------------------------------------------------------------------ gather
+
+    /**
+     * Groups each partition's small files, as the workers wrote them, for {@link #gather}: the files
+     * below {@link #GATHER_BELOW_TARGET_SHARE} of the target size, biggest first, each into the
+     * first group it fits (groups hold at most the target size and {@link #MAX_GATHER_FILES}). A
+     * file alone in its group is kept as it is. Running it again gives the same groups.
+     */
+    public Arranged arrange(String loadId) {
+        Table table = tableInLoad(loadId);
+        Plan plan = LoadFiles.readPlan(table, loadId);
+        List<WorkDone> done = allDone(table, plan);
+        long target = targetFileSize(table);
+        Map<String, List<DataFile>> byPartition = new TreeMap<>();
+        int kept = 0;
+        for (WorkDone w : done) {
+            for (DataFile f : w.files()) {
+                if (f.fileSizeInBytes() < target * GATHER_BELOW_TARGET_SHARE) {
+                    String partition =
+                            f.specId() + "/" + table.specs().get(f.specId()).partitionToPath(f.partition());
+                    byPartition
+                            .computeIfAbsent(partition, p -> new ArrayList<>())
+                            .add(f);
+                } else {
+                    kept++;
+                }
+            }
+        }
+        List<List<DataFile>> groups = new ArrayList<>();
+        for (List<DataFile> files : byPartition.values()) {
+            files.sort(Comparator.comparingLong(DataFile::fileSizeInBytes)
+                    .reversed()
+                    .thenComparing(DataFile::location));
+            List<List<DataFile>> bins = new ArrayList<>();
+            List<Long> binBytes = new ArrayList<>();
+            for (DataFile f : files) {
+                int bin = 0;
+                while (bin < bins.size()
+                        && (binBytes.get(bin) + f.fileSizeInBytes() > target
+                                || bins.get(bin).size() >= MAX_GATHER_FILES)) {
+                    bin++;
+                }
+                if (bin == bins.size()) {
+                    bins.add(new ArrayList<>());
+                    binBytes.add(0L);
+                }
+                bins.get(bin).add(f);
+                binBytes.set(bin, binBytes.get(bin) + f.fileSizeInBytes());
+            }
+            for (List<DataFile> bin : bins) {
+                if (bin.size() > 1) {
+                    groups.add(bin);
+                } else {
+                    kept++;
+                }
+            }
+        }
+        String folder = LoadFiles.folder(table, loadId) + "gather/";
+        int filesToMerge = 0;
+        long bytesToMerge = 0;
+        for (int g = 0; g < groups.size(); g++) {
+            List<DataFile> files = groups.get(g);
+            LoadFiles.writeBytes(table, folder + "p" + g + ".bin", LoadFiles.serialize(new ArrayList<>(files)));
+            filesToMerge += files.size();
+            bytesToMerge += files.stream().mapToLong(DataFile::fileSizeInBytes).sum();
+        }
+        Map<Integer, String> attempts = new HashMap<>();
+        done.forEach(w -> attempts.put(w.work(), w.attempt()));
+        LoadFiles.writeBytes(table, folder + "plan.bin", LoadFiles.serialize(new GatherPlan(groups.size(), attempts)));
+        LOG.atInfo()
+                .addKeyValue("loadId", loadId)
+                .addKeyValue("groups", groups.size())
+                .addKeyValue("filesToMerge", filesToMerge)
+                .addKeyValue("bytesToMerge", bytesToMerge)
+                .addKeyValue("filesKept", kept)
+                .log(
+                        "Load {}: {} small files in {} groups to merge into files of about {} bytes; {} files kept as written",
+                        loadId,
+                        filesToMerge,
+                        groups.size(),
+                        target,
+                        kept);
+        return new Arranged(
+                loadId, IntStream.range(0, groups.size()).boxed().toList(), filesToMerge, bytesToMerge, kept, target);
+    }
+
+    /**
+     * Merges one group of {@link #arrange}: its files, each sorted by key, into files of about the
+     * target size sorted by key, and the key index entries of their rows, by index group.
+     */
+    public Gathered gather(String loadId, int group) {
+        long start = System.nanoTime();
+        Table table = tableInLoad(loadId);
+        Plan plan = LoadFiles.readPlan(table, loadId);
+        GatherPlan gathering = gatherPlan(table, loadId);
+        if (gathering == null) {
+            throw new IllegalStateException("Load " + loadId + " has not arranged its files for the gather yet: run"
+                    + " its arrange step first ({\"step\": \"arrange\", \"loadId\": \"" + loadId + "\"}).");
+        }
+        if (group < 0 || group >= gathering.groups()) {
+            throw new IllegalArgumentException(
+                    "Load " + loadId + " has gather groups 0 to " + (gathering.groups() - 1) + ", not " + group + ".");
+        }
+        String folder = LoadFiles.folder(table, loadId) + "gather/";
+        @SuppressWarnings("unchecked")
+        List<DataFile> files = (List<DataFile>) LoadFiles.deserialize(LoadFiles.readBytes(
+                table, folder + "p" + group + ".bin", "gather group " + group + " was not arranged"));
+        String attempt = UUID.randomUUID().toString().substring(0, 8);
+        String runId = LoadFiles.runIdOf(loadId) + "-gather" + group + "-" + attempt;
+        Compactor.Merged merged =
+                Compactor.mergeSorted(table, files, targetFileSize(table), runId, plan.indexGroups() > 0);
+        long rowsIn = files.stream().mapToLong(DataFile::recordCount).sum();
+        long rowsOut = merged.files().stream().mapToLong(DataFile::recordCount).sum();
+        if (rowsIn != rowsOut) {
+            throw new IllegalStateException("Gather group " + group + " of load " + loadId + " read " + rowsIn
+                    + " rows but wrote " + rowsOut + ": nothing was committed.");
+        }
+        List<String> fragments = new ArrayList<>();
+        if (plan.indexGroups() > 0) {
+            IndexEntries.Builder[] byGroup = new IndexEntries.Builder[plan.indexGroups()];
+            for (int g = 0; g < byGroup.length; g++) {
+                byGroup[g] = new IndexEntries.Builder();
+            }
+            IndexEntries entries = merged.entries();
+            for (int i = 0; i < entries.size(); i++) {
+                IndexEntries.Entry e = entries.entry(i);
+                byGroup[IndexKeys.part(e.key(), plan.indexParts()) % byGroup.length].add(e);
+            }
+            for (int g = 0; g < byGroup.length; g++) {
+                String name = "load-" + loadId + "/" + runId + "-g" + g + ".bin";
+                KeyIndex.writeFile(table, name, byGroup[g].build());
+                byGroup[g] = null;
+                fragments.add(KeyIndex.fileLocation(table, name));
+            }
+        }
+        GatherDone done = new GatherDone(
+                group, attempt, files.stream().map(DataFile::location).toList(), merged.files(), fragments, rowsOut);
+        LoadFiles.writeBytes(table, folder + "g" + group + ".bin", LoadFiles.serialize(done));
+        long bytesIn = files.stream().mapToLong(DataFile::fileSizeInBytes).sum();
+        long bytesOut =
+                merged.files().stream().mapToLong(DataFile::fileSizeInBytes).sum();
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        LOG.atInfo()
+                .addKeyValue("loadId", loadId)
+                .addKeyValue("group", group)
+                .addKeyValue("filesIn", files.size())
+                .addKeyValue("filesOut", merged.files().size())
+                .addKeyValue("rows", rowsOut)
+                .addKeyValue("bytesIn", bytesIn)
+                .addKeyValue("bytesOut", bytesOut)
+                .addKeyValue("millis", millis)
+                .log(
+                        "Gather group {} of load {}: {} files into {}",
+                        group,
+                        loadId,
+                        files.size(),
+                        merged.files().size());
+        return new Gathered(group, files.size(), merged.files().size(), rowsOut, bytesIn, bytesOut, millis);
+    }
+
+    /** The gather's plan, or null when the load did not arrange its files (a load driven without the gather). */
+    private static GatherPlan gatherPlan(Table table, String loadId) {
+        String path = LoadFiles.folder(table, loadId) + "gather/plan.bin";
+        if (!table.io().newInputFile(path).exists()) {
+            return null;
+        }
+        return (GatherPlan) LoadFiles.deserialize(LoadFiles.readBytes(table, path, "the gather's plan is missing"));
+    }
+
+    /** Every gather group's record, checked to come from the workers' attempts recorded now. */
+    private List<GatherDone> allGathered(Table table, String loadId, GatherPlan gathering, List<WorkDone> done) {
+        for (WorkDone w : done) {
+            if (!w.attempt().equals(gathering.attempts().get(w.work()))) {
+                throw new IllegalStateException("The gather of load " + loadId + " was arranged from attempt "
+                        + gathering.attempts().get(w.work()) + " of work item " + w.work()
+                        + ", but the attempt recorded"
+                        + " now is " + w.attempt() + " (a worker ran again after the arrange step): nothing was"
+                        + " committed. Start the load again.");
+            }
+        }
+        String folder = LoadFiles.folder(table, loadId) + "gather/";
+        List<GatherDone> gathered = new ArrayList<>();
+        for (int g = 0; g < gathering.groups(); g++) {
+            gathered.add((GatherDone) LoadFiles.deserialize(
+                    LoadFiles.readBytes(table, folder + "g" + g + ".bin", "gather group " + g + " has not finished")));
+        }
+        return gathered;
+    }
+
+    /** The size the gather's files aim at: the table's {@code write.target-file-size-bytes}, else compaction's default. */
+    static long targetFileSize(Table table) {
+        return PropertyUtil.propertyAsLong(
+                table.properties(),
+                TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
+                MaintenanceOptions.DEFAULTS.targetFileSizeBytes());
+    }
+
     // ------------------------------------------------------------------------------------- index
 
     /** Builds the index parts of one group from every worker's entries. */
@@ -476,15 +724,25 @@ public final class ParallelExportLoad {
                     "Load " + loadId + " has index groups 0 to " + (plan.indexGroups() - 1) + ", not " + group + ".");
         }
         List<WorkDone> done = allDone(table, plan);
+        GatherPlan gathering = gatherPlan(table, loadId);
+        List<GatherDone> gathered = gathering == null ? List.of() : allGathered(table, loadId, gathering, done);
+        // The rows of files the gather merged are where the gather put them, not where the workers did.
+        Set<String> merged = new HashSet<>();
+        gathered.forEach(g -> merged.addAll(g.inputs()));
+        List<String> fragments = new ArrayList<>();
+        done.forEach(w -> fragments.add(w.fragments().get(group)));
+        gathered.forEach(g -> fragments.add(g.fragments().get(group)));
         Map<Integer, IndexEntries.Builder> parts = new HashMap<>();
         for (int p = group; p < plan.indexParts(); p += plan.indexGroups()) {
             parts.put(p, new IndexEntries.Builder());
         }
-        for (WorkDone w : done) {
-            IndexEntries fragment = KeyIndex.readFile(table, w.fragments().get(group));
+        for (String location : fragments) {
+            IndexEntries fragment = KeyIndex.readFile(table, location);
             for (int i = 0; i < fragment.size(); i++) {
                 IndexEntries.Entry e = fragment.entry(i);
-                parts.get(IndexKeys.part(e.key(), plan.indexParts())).add(e);
+                if (!merged.contains(e.file())) {
+                    parts.get(IndexKeys.part(e.key(), plan.indexParts())).add(e);
+                }
             }
         }
         Map<Integer, IndexManifest.Part> written = new HashMap<>();
@@ -505,7 +763,9 @@ public final class ParallelExportLoad {
         }
         Map<Integer, String> attempts = new HashMap<>();
         done.forEach(w -> attempts.put(w.work(), w.attempt()));
-        GroupDone result = new GroupDone(group, written, entries, bytes, attempts);
+        Map<Integer, String> gatherAttempts = new HashMap<>();
+        gathered.forEach(g -> gatherAttempts.put(g.group(), g.attempt()));
+        GroupDone result = new GroupDone(group, written, entries, bytes, attempts, gatherAttempts);
         LoadFiles.writeJson(table, LoadFiles.folder(table, loadId) + "index/g" + group + ".json", result);
         LOG.info(
                 "Key index group {} of load {}: {} parts, {} entries in {} ms",
@@ -551,19 +811,29 @@ public final class ParallelExportLoad {
         table = tableInLoad(loadId);
         Plan plan = LoadFiles.readPlan(table, loadId);
         List<WorkDone> done = allDone(table, plan);
+        GatherPlan gathering = gatherPlan(table, loadId);
+        List<GatherDone> gathered = gathering == null ? List.of() : allGathered(table, loadId, gathering, done);
+        Set<String> merged = new HashSet<>();
+        gathered.forEach(g -> merged.addAll(g.inputs()));
         List<DataFile> files = new ArrayList<>();
         long items = 0;
         long rows = 0;
         long skipped = 0;
         for (WorkDone w : done) {
-            files.addAll(w.files());
+            w.files().stream().filter(f -> !merged.contains(f.location())).forEach(files::add);
             items += w.items();
             rows += w.rows();
             skipped += w.skipped();
         }
+        gathered.forEach(g -> files.addAll(g.files()));
         if (items != plan.items()) {
             throw new IllegalStateException("The workers of load " + loadId + " read " + items + " items but the export"
                     + " holds " + plan.items() + ": nothing was committed.");
+        }
+        long rowsInFiles = files.stream().mapToLong(DataFile::recordCount).sum();
+        if (rowsInFiles != rows) {
+            throw new IllegalStateException("The files of load " + loadId + " hold " + rowsInFiles + " rows but the"
+                    + " workers wrote " + rows + ": nothing was committed.");
         }
         Map<String, String> summary = Checkpoint.carried(table);
         Map<String, ExportProgress.Load> loads = ExportProgress.read(table);
@@ -585,6 +855,15 @@ public final class ParallelExportLoad {
                             LoadFiles.folder(table, loadId) + "index/g" + g + ".json",
                             GroupDone.class,
                             "index group " + g + " has not finished");
+                    for (GatherDone gd : gathered) {
+                        if (!gd.attempt().equals(group.gatherAttempts().get(gd.group()))) {
+                            throw new IllegalStateException("Index group " + g + " of load " + loadId
+                                    + " was built from attempt "
+                                    + group.gatherAttempts().get(gd.group())
+                                    + " of gather group " + gd.group() + ", but the attempt recorded now is "
+                                    + gd.attempt() + " (two attempts ran at once): nothing was committed.");
+                        }
+                    }
                     for (WorkDone w : done) {
                         if (!w.attempt().equals(group.attempts().get(w.work()))) {
                             throw new IllegalStateException(
