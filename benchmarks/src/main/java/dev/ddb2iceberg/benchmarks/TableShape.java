@@ -49,7 +49,7 @@ import org.apache.iceberg.io.CloseableIterable;
  * {@code -Dbench.maintenanceEvery} (default 60), {@code -Dbench.narrow=true} (items without the
  * 500-byte note), {@code -Dbench.rewriteBelow}, {@code -Dbench.rewritePerMerge} and
  * {@code -Dbench.maxChanges} (the merger's REWRITE_FILES_BELOW_BYTES, REWRITE_BYTES_PER_MERGE and
- * MAX_CHANGES_PER_RUN; a merge folds up to ten times as many rows).
+ * MAX_CHANGES_PER_RUN, which also bounds the rows a merge folds).
  */
 public final class TableShape {
     private static final int CHANGES = Integer.getInteger("bench.changes", 5_000);

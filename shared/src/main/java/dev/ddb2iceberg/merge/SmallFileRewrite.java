@@ -34,8 +34,8 @@ import org.apache.iceberg.util.StructLikeSet;
  * and is left to compaction like any other big file.
  *
  * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, and
- * moves at most {@link #FOLD_ROWS_PER_CHANGE_BOUND} times {@link MergeOptions#maxChanges} rows (the
- * moved rows are held in memory, and each is a key index entry), so its cost and memory stay bounded: touched
+ * moves at most {@link MergeOptions#maxChanges} rows (the moved rows are held in memory like the
+ * run's changes, and each is a key index entry), so its cost and memory stay bounded: touched
  * small files first (each fold saves a delete file), then the smallest untouched ones. Files the
  * budget leaves are folded by a later merge, and the new file of this one is smaller than the
  * threshold plus one merge's rows.
@@ -44,16 +44,6 @@ import org.apache.iceberg.util.StructLikeSet;
  * data file's deletion vector is replaced, never added to, so each file carries one.
  */
 final class SmallFileRewrite {
-    /**
-     * The fold's row bound, as a multiple of the run's change bound. The byte budget is what bounds
-     * a fold: a row held in memory takes a few times its Parquet bytes, whatever its width. The row
-     * bound only guards against rows that compress extremely. It was the change bound itself, and
-     * narrow rows (~50 bytes) hit it long before the byte budget: the 16 partitions' growing files
-     * of a 10M-row table were left out by turns, and hour 2 of {@code TableShape} opened 208 files
-     * instead of 48 (BENCHMARKS.md, "The table's shape"). 10 × 100,000 narrow rows hold about 300 MB.
-     */
-    static final int FOLD_ROWS_PER_CHANGE_BOUND = 10;
-
     private final Table table;
     private final MergeOptions options;
 
@@ -99,7 +89,7 @@ final class SmallFileRewrite {
         toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
                 .add(r));
         boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
-        Budget budget = new Budget(options.rewriteBytesPerMerge(), FOLD_ROWS_PER_CHANGE_BOUND * options.maxChanges());
+        Budget budget = new Budget(options.rewriteBytesPerMerge(), options.maxChanges());
 
         List<DataFile> dropped = new ArrayList<>();
         List<DeleteFile> droppedDeletes = new ArrayList<>();

@@ -237,29 +237,6 @@ class TableShapeTest {
     }
 
     @Test
-    void smallFilesHoldingMoreRowsThanARunsChangesAreStillFolded() {
-        // Narrow rows: the partitions' growing files together hold far more rows than a run's change
-        // bound (25) while they are still a few KB. The fold's own bound must keep them folded.
-        env.put("PARTITION_SPEC", "bucket(4, pk)");
-        configure();
-        MergeOptions fewChanges = settings.options().withMaxChanges(25);
-        KeyedWorkload w = new KeyedWorkload(11, 100_000);
-        int next = 0;
-        for (int m = 0; m < 8; m++) {
-            List<Change> inserts = new ArrayList<>();
-            for (int i = 0; i < 25; i++) {
-                inserts.add(w.upsert(next++, Operation.INSERT));
-            }
-            MergeResult r = merge(inserts, fewChanges);
-            Map<String, List<DeleteFile>> files = files();
-            assertTrue(
-                    files.size() <= 4,
-                    "after merge " + m + " (" + next + " rows, " + r + "), one file per partition (4 buckets): "
-                            + files.keySet());
-        }
-    }
-
-    @Test
     void aFileThatGrewPastTheThresholdIsLeftAloneAndGetsOneDeleteFile() {
         env.put("PARTITION_SPEC", "none");
         configure();
