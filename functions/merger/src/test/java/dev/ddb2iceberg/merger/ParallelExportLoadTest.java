@@ -19,6 +19,7 @@ import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.export.ExportLocation;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
@@ -573,6 +574,10 @@ class ParallelExportLoadTest {
                 invoke.apply(step); // a retried gather: its second attempt is the one recorded
             }
         }
+        String progress = ParallelExportLoad.progress(table());
+        assertTrue(
+                progress.contains(groups + " of " + groups + " groups of small files merged"),
+                "status shows the gather: " + progress);
         plan.path("indexGroups")
                 .forEach(g -> invoke.apply(JSON.createObjectNode()
                         .put("step", "index")

@@ -394,6 +394,14 @@ public final class ParallelExportLoad {
                 }
             }
             done = ", " + finished + " of " + plan.work().size() + " work items done (" + plan.items() + " items)";
+            GatherPlan gathering = gatherPlan(table, mark.loadId());
+            if (gathering != null && table.io() instanceof SupportsPrefixOperations io) {
+                int gathered = 0;
+                for (FileInfo f : io.listPrefix(LoadFiles.folder(table, mark.loadId()) + "gather/g")) {
+                    gathered++;
+                }
+                done += ", " + gathered + " of " + gathering.groups() + " groups of small files merged";
+            }
         } catch (RuntimeException e) {
             done = " (its plan is not readable: " + e.getMessage() + ")";
         }
