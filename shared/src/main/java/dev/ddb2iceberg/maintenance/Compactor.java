@@ -260,7 +260,22 @@ public final class Compactor {
             try {
                 commitGroup(out, from);
                 return out;
-            } catch (ValidationException | CommitFailedException lost) {
+            } catch (CommitFailedException busy) {
+                // The catalog refused the swap past Iceberg's own retries (others kept committing): the
+                // files written are still right, so the same commit is tried again, validated from the
+                // same snapshot, without reading and writing the group again.
+                if (attempt >= GROUP_ATTEMPTS) {
+                    deleteQuietly(out);
+                    conflicts.add("compact: a group of " + group.size() + " files could not commit in " + attempt
+                            + " attempts and is left to the next run: " + busy.getMessage());
+                    return null;
+                }
+                LOG.info(
+                        "A compaction group of {} files could not commit ({}); committing the same files again",
+                        group.size(),
+                        busy.getMessage());
+                table.refresh();
+            } catch (ValidationException lost) {
                 deleteQuietly(out);
                 if (attempt >= GROUP_ATTEMPTS) {
                     conflicts.add("compact: a group of " + group.size() + " files lost " + attempt

@@ -22,6 +22,7 @@ import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.LogCapture;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.IOException;
@@ -45,6 +46,7 @@ import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.util.SnapshotUtil;
 import org.junit.jupiter.api.BeforeEach;
@@ -244,6 +246,38 @@ class MaintenanceTest {
 
         MaintenanceResult next = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
         assertEquals(List.of(), next.conflicts());
+        assertTableEqualsExpected();
+    }
+
+    @Test
+    void aGroupWhoseCommitTheCatalogRefusesCommitsTheSameFilesAgainWithoutRewritingThem() {
+        for (int i = 0; i < 10; i++) {
+            mergeSmallBatch(60);
+        }
+        // No retries inside Iceberg: the catalog's refusal reaches the compactor at once.
+        table().updateProperties().set("commit.retry.num-retries", "0").commit();
+        int[] refused = new int[1];
+        Table hooked = CommitHookCatalog.beforeEachCompaction(catalog, tableId(), t -> {
+                    if (refused[0]++ == 0) { // the first group's first commit
+                        throw new CommitFailedException("the catalog is busy (the test's refusal)");
+                    }
+                })
+                .loadTable(tableId());
+        List<String> messages = new ArrayList<>();
+        MaintenanceResult r;
+        try (LogCapture logs = LogCapture.json()) {
+            r = maintenance(Clock.systemUTC(), hooked).run(EnumSet.of(MaintenanceTask.COMPACT), false);
+            logs.all().forEach(l -> messages.add(l.path("message").asText()));
+        }
+        assertTrue(refused[0] > 1, "the refused commit was tried again: " + refused[0]);
+        assertEquals(List.of(), r.conflicts(), r.toString());
+        assertEquals(0, r.compaction().groupsLeft(), r.toString());
+        assertTrue(
+                messages.stream().anyMatch(m -> m.contains("committing the same files again")),
+                () -> "the same files committed again: " + messages);
+        assertTrue(
+                messages.stream().noneMatch(m -> m.contains("reading it again")),
+                () -> "no group read and written again: " + messages);
         assertTableEqualsExpected();
     }
 

@@ -704,12 +704,21 @@ public final class ParallelExportLoad {
             }
         }
         String folder = LoadFiles.folder(table, loadId) + "gather/";
-        List<GatherDone> gathered = new ArrayList<>();
-        for (int g = 0; g < gathering.groups(); g++) {
-            gathered.add((GatherDone) LoadFiles.deserialize(
-                    LoadFiles.readBytes(table, folder + "g" + g + ".bin", "gather group " + g + " has not finished")));
+        ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
+        try {
+            List<Future<GatherDone>> reads = new ArrayList<>();
+            for (int g = 0; g < gathering.groups(); g++) {
+                String path = folder + "g" + g + ".bin";
+                String missing = "gather group " + g + " has not finished";
+                reads.add(pool.submit(
+                        () -> (GatherDone) LoadFiles.deserialize(LoadFiles.readBytes(table, path, missing))));
+            }
+            List<GatherDone> gathered = new ArrayList<>();
+            reads.forEach(r -> gathered.add(Futures.join(r, "reading the gather's records")));
+            return gathered;
+        } finally {
+            pool.shutdownNow();
         }
-        return gathered;
     }
 
     /** The size the gather's files aim at: the table's {@code write.target-file-size-bytes}, else compaction's default. */
