@@ -4,7 +4,9 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.CorruptStagedObjectException;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -35,7 +37,12 @@ final class StagedSlice {
         return changes.stream().mapToLong(List::size).sum();
     }
 
-    /** Reads the oldest pending objects (in parallel) until a bound is reached. */
+    /**
+     * Reads the oldest pending objects until a bound is reached. Reads run {@code ioThreads} at a
+     * time, in order, and no new read starts once the change bound is met: a backlog of a million
+     * changes costs a run the objects it takes (plus at most one window), not every object up to the
+     * byte bound, read and thrown away (which also held them all in memory at once).
+     */
     static StagedSlice take(
             List<StagedObject> pending, StagingStore store, MergeOptions options, ExecutorService pool) {
         List<StagedObject> candidates = new ArrayList<>();
@@ -47,40 +54,58 @@ final class StagedSlice {
             candidates.add(o);
             bytes += o.size();
         }
-        List<Future<List<Change>>> reads = new ArrayList<>();
-        for (StagedObject o : candidates) {
-            reads.add(pool.submit(() -> store.read(o.name())));
-        }
+        int window = Math.max(1, options.ioThreads());
+        Deque<Future<List<Change>>> reads = new ArrayDeque<>();
+        int submitted = 0;
         StagedSlice slice = new StagedSlice();
         long count = 0;
-        for (int i = 0; i < candidates.size(); i++) {
-            StagedObject o = candidates.get(i);
-            List<Change> changes;
-            try {
-                changes = reads.get(i).get();
-            } catch (ExecutionException e) {
-                if (e.getCause() instanceof CorruptStagedObjectException corrupt) {
-                    LOG.error(
-                            "Staged object {} cannot be read and is moved to the quarantine: {}",
-                            o.name().key(),
-                            corrupt.getMessage());
-                    store.quarantineStaged(o.name(), corrupt.getMessage());
-                    slice.quarantinedObjects++;
-                    continue;
+        try {
+            for (int i = 0; i < candidates.size(); i++) {
+                while (submitted < candidates.size() && submitted < i + window) {
+                    StagedObject next = candidates.get(submitted++);
+                    reads.add(pool.submit(() -> store.read(next.name())));
                 }
-                throw new IllegalStateException(
-                        "could not read staged object " + o.name().key() + ": " + e.getCause(), e.getCause());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted", e);
+                StagedObject o = candidates.get(i);
+                List<Change> changes = changesOf(o, reads.poll(), store, slice);
+                if (changes == null) {
+                    continue; // quarantined
+                }
+                if (!slice.objects.isEmpty() && count + changes.size() > options.maxChanges()) {
+                    break;
+                }
+                slice.objects.add(o);
+                slice.changes.add(changes);
+                count += changes.size();
+                if (count >= options.maxChanges()) {
+                    break; // the bound is met: start no more reads
+                }
             }
-            if (!slice.objects.isEmpty() && count + changes.size() > options.maxChanges()) {
-                break;
-            }
-            slice.objects.add(o);
-            slice.changes.add(changes);
-            count += changes.size();
+        } finally {
+            reads.forEach(r -> r.cancel(true)); // reads past the bound
         }
         return slice;
+    }
+
+    /** One object's changes, or null when it cannot be decoded (it is then quarantined and counted). */
+    private static List<Change> changesOf(
+            StagedObject o, Future<List<Change>> read, StagingStore store, StagedSlice slice) {
+        try {
+            return read.get();
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof CorruptStagedObjectException corrupt) {
+                LOG.error(
+                        "Staged object {} cannot be read and is moved to the quarantine: {}",
+                        o.name().key(),
+                        corrupt.getMessage());
+                store.quarantineStaged(o.name(), corrupt.getMessage());
+                slice.quarantinedObjects++;
+                return null;
+            }
+            throw new IllegalStateException(
+                    "could not read staged object " + o.name().key() + ": " + e.getCause(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
     }
 }

@@ -527,6 +527,32 @@ class MergerTest {
     }
 
     @Test
+    void aBoundedRunReadsNoStagedObjectsBeyondItsBoundAndOneWindowOfReads() {
+        env.put("MAX_CHANGES_PER_RUN", "40");
+        env.put("IO_THREADS", "2");
+        configure();
+        KeyedWorkload w = new KeyedWorkload(12, 30);
+        for (int i = 0; i < 12; i++) {
+            stage(w.next(40));
+        }
+        // The SDK's retries of a failed GET count as one object: the rule sees each staged object
+        // the run asks for once, and fails those past the first three (one taken, a window of two).
+        server.faults().failFrom(FaultInjectingBlobStore.Operation.GET, 4, key -> key.startsWith("staging/"));
+        MergeResult r = merger().run();
+        int asked = server.faults().seen();
+        server.faults().clear();
+        assertEquals(1, r.objectsApplied(), "one object of 40 changes meets the bound of 40");
+        assertTrue(
+                asked <= 3,
+                "a run bound to one object read " + asked + " staged objects; it may read at most its own and one"
+                        + " window of 2 ahead (before, it read every object up to the byte bound: all 12)");
+        while (r.backlogObjects() > 0) {
+            r = merger().run();
+        }
+        assertTableEqualsModel();
+    }
+
+    @Test
     void newAttributesBecomeColumnsAndOddValuesAreKeptExactly() {
         KeyedWorkload w = new KeyedWorkload(13, 10);
         stage(List.of(w.upsert(1, Operation.INSERT)));
