@@ -8,6 +8,7 @@ import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.util.Slices;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
@@ -69,12 +70,13 @@ public final class IndexLookup implements LiveRowLookup {
         baseSnapshotId = snapshotId;
         Snapshot snapshot = table.snapshot(snapshotId);
         Map<String, FileScanTask> tasks = plan(table, snapshotId);
-        Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>();
-        for (List<Object> key : keys) {
-            byBytes.put(new IndexEntries.ByteKey(IndexKeys.encode(key)), key);
+        // The keys are distinct and their encoding is one to one, so the encoded keys are too.
+        List<List<Object>> keyList = new ArrayList<>(keys);
+        List<byte[]> encoded = Slices.map(keyList, pool, IndexKeys::encode, "encoding keys for the key index");
+        Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>(keyList.size() * 4 / 3 + 16);
+        for (int i = 0; i < keyList.size(); i++) {
+            byBytes.put(new IndexEntries.ByteKey(encoded.get(i)), keyList.get(i));
         }
-        List<byte[]> encoded =
-                byBytes.keySet().stream().map(IndexEntries.ByteKey::bytes).toList();
 
         Map<IndexEntries.ByteKey, IndexEntries.Entry> hits = null;
         String why = null;
@@ -114,20 +116,32 @@ public final class IndexLookup implements LiveRowLookup {
             filesRead = tasks.size();
         }
 
-        Map<List<Object>, List<LiveRow>> rows = new HashMap<>();
+        // Each hit's row (its file's task, its sequence number as text) on every core; the maps
+        // below are only read there.
+        List<Map.Entry<IndexEntries.ByteKey, IndexEntries.Entry>> hitList = new ArrayList<>(hits.entrySet());
+        List<LiveRow> hitRows = Slices.map(
+                hitList,
+                pool,
+                hit -> {
+                    IndexEntries.Entry e = hit.getValue();
+                    return new LiveRow(
+                            tasks.get(e.file()),
+                            e.position(),
+                            SequenceNumbers.pad(e.sequence().toString()));
+                },
+                "resolving the key index's hits");
+        Map<List<Object>, List<LiveRow>> rows = new HashMap<>(hitList.size() * 4 / 3 + 16);
+        for (int i = 0; i < hitList.size(); i++) {
+            rows.put(byBytes.get(hitList.get(i).getKey()), List.of(hitRows.get(i)));
+        }
+        // Every file's live rows where its deletes make them certain (a lookup by file follows).
         Map<String, Long> liveRowsByFile = new HashMap<>();
-        for (Map.Entry<IndexEntries.ByteKey, IndexEntries.Entry> hit : hits.entrySet()) {
-            IndexEntries.Entry e = hit.getValue();
-            FileScanTask task = tasks.get(e.file());
-            rows.put(
-                    byBytes.get(hit.getKey()),
-                    List.of(new LiveRow(
-                            task, e.position(), SequenceNumbers.pad(e.sequence().toString()))));
+        tasks.forEach((location, task) -> {
             Long live = liveRows(task);
             if (live != null) {
-                liveRowsByFile.put(e.file(), live);
+                liveRowsByFile.put(location, live);
             }
-        }
+        });
         return new Found(rows, liveRowsByFile, List.copyOf(tasks.values()), filesRead);
     }
 
@@ -135,11 +149,15 @@ public final class IndexLookup implements LiveRowLookup {
     public Recorded record(
             Table table, TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed) {
         IndexEntries.Builder changes = new IndexEntries.Builder();
-        for (WrittenRow r : written) {
-            changes.add(new IndexEntries.Entry(
-                    IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(), new BigInteger((String)
-                            r.row().getField(TableLayout.SEQ))));
-        }
+        // Each written row's entry (its key encoded, its sequence number parsed) on every core.
+        Slices.map(
+                        written,
+                        pool,
+                        r -> new IndexEntries.Entry(
+                                IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(), new BigInteger((String)
+                                        r.row().getField(TableLayout.SEQ))),
+                        "encoding the written rows' index entries")
+                .forEach(changes::add);
         for (List<Object> key : removed) {
             changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
         }

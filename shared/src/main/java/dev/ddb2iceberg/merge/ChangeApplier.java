@@ -21,11 +21,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.DataFile;
-import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.InternalRecordWrapper;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DeleteWriteResult;
@@ -79,12 +77,12 @@ public final class ChangeApplier {
             String runId,
             long removalsCutoff,
             ExecutorService pool) {
-        table = SchemaEvolution.evolve(table, changes, tableSettings);
+        table = SchemaEvolution.evolve(table, changes, tableSettings, pool);
         TableLayout layout = TableLayout.of(table);
         RemovalPolicy policy = tableSettings.removals();
 
         // 1. Each key's newest change.
-        KeyChanges keyChanges = KeyChanges.of(changes, layout, policy, this::quarantineChange);
+        KeyChanges keyChanges = KeyChanges.of(changes, layout, policy, this::quarantineChange, pool);
 
         // 2. The keys' live rows, and the removals the table remembers.
         long tFind = System.nanoTime();
@@ -97,12 +95,12 @@ public final class ChangeApplier {
         // 3. The rows to write, the rows to delete, and the removals to remember.
         RowPlan plan = RowPlan.of(table, layout, policy, keyChanges, found, removals, pool);
         String removalsFile =
-                removals.update(table, layout, plan.removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
+                removals.update(table, plan.removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
 
         // 4. Each touched file is dropped (all its live rows go), folded with the partition's other
         // small files into the merge's new file, or given deletes; see SmallFileRewrite.
         SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
-                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), partitionsOf(table, plan.rows));
+                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), partitionsOf(table, plan.rows, pool));
         List<Record> moved = SmallFileRewrite.liveRowsBut(table, files.folded(), pool);
 
         // 5. Write the rows (new and moved), the deletes, and what the lookup records of them.
@@ -212,16 +210,9 @@ public final class ChangeApplier {
     }
 
     /** The partitions (of the current spec) that {@code rows} go to. */
-    private static StructLikeSet partitionsOf(Table table, List<Record> rows) {
-        PartitionKey partition = new PartitionKey(table.spec(), table.schema());
-        InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+    private static StructLikeSet partitionsOf(Table table, List<Record> rows, ExecutorService pool) {
         StructLikeSet partitions = StructLikeSet.create(table.spec().partitionType());
-        for (Record row : rows) {
-            partition.partition(wrapper.wrap(row));
-            if (!partitions.contains(partition)) {
-                partitions.add(partition.copy());
-            }
-        }
+        partitions.addAll(MergeWriter.partitionsOf(table, rows, pool));
         return partitions;
     }
 

@@ -4,10 +4,12 @@ import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.util.Slices;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
 import java.util.function.BiConsumer;
 
 /**
@@ -28,7 +30,11 @@ final class KeyChanges {
     private KeyChanges() {}
 
     static KeyChanges of(
-            List<Change> changes, TableLayout layout, RemovalPolicy policy, BiConsumer<Change, String> quarantine) {
+            List<Change> changes,
+            TableLayout layout,
+            RemovalPolicy policy,
+            BiConsumer<Change, String> quarantine,
+            ExecutorService pool) {
         KeyChanges k = new KeyChanges();
         if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
             List<Change> kept = new ArrayList<>(changes.size());
@@ -41,8 +47,12 @@ final class KeyChanges {
             changes = kept;
         }
         boolean removalsKeepRows = policy.keepsRow(true) || policy.keepsRow(false);
-        for (Change c : changes) {
-            List<Object> key = layout.keyOf(c);
+        // A change's key as column values is the costly part (each value converted to its column's
+        // type): computed on every core, then reduced in stream order on this thread.
+        List<List<Object>> keys = Slices.map(changes, pool, layout::keyOf, "computing the changes' keys");
+        for (int i = 0; i < changes.size(); i++) {
+            Change c = changes.get(i);
+            List<Object> key = keys.get(i);
             if (key == null) {
                 quarantine.accept(c, layout.whyKeyDoesNotFit(c));
                 k.quarantined++;

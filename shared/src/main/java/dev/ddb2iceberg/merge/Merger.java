@@ -157,7 +157,7 @@ public final class Merger {
         if (history != null) {
             // The history gets the slice first: no staged object is deleted before it holds its
             // changes, and it holds each change once however often this runs (see ChangeHistory).
-            table = SchemaEvolution.evolve(table, slice.allChanges(), tableSettings);
+            table = SchemaEvolution.evolve(table, slice.allChanges(), tableSettings, pool);
             history.append(
                     table,
                     slice.objects.stream().map(o -> Checkpoint.token(o.name())).toList(),

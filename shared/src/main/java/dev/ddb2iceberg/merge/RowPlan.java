@@ -8,7 +8,9 @@ import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.removals.KeptRows;
 import dev.ddb2iceberg.removals.RemovalsFile;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.util.Slices;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -29,8 +31,8 @@ final class RowPlan {
     final List<LiveRow> toDelete = new ArrayList<>();
     /** The changes that changed the table. */
     final List<Change> applied = new ArrayList<>();
-    /** Every change the removals file must know of (all but the stale ones). */
-    final List<Change> removalsSeen = new ArrayList<>();
+    /** Every change the removals file must know of (all but the stale ones), by key. */
+    final Map<List<Object>, Change> removalsSeen = new HashMap<>();
     /** Keys left without a row. */
     final List<List<Object>> removedKeys = new ArrayList<>();
     /** Removals whose rows are kept (TTL_EXPIRIES=mark, DELETES=soft). */
@@ -52,6 +54,7 @@ final class RowPlan {
             ExecutorService pool) {
         RowPlan plan = new RowPlan();
         KeptRows kept = new KeptRows(table, layout);
+        List<Change> upserts = new ArrayList<>();
         for (Map.Entry<List<Object>, Change> e : changes.latest.entrySet()) {
             List<Object> key = e.getKey();
             Change c = e.getValue();
@@ -62,9 +65,9 @@ final class RowPlan {
                 plan.stale++; // the table already holds this change or a newer one, or removed the item since
                 continue;
             }
-            plan.removalsSeen.add(c);
+            plan.removalsSeen.put(key, c);
             if (c.operation().isUpsert()) {
-                plan.rows.add(layout.toRow(c));
+                upserts.add(c);
                 plan.rowsReplaced += live.size();
             } else if (policy.keepsRow(c.ttlExpiry()) && keeps(kept, removals, key, c, changes, live)) {
                 plan.rowsReplaced += live.size(); // the item's row is written again, marked
@@ -77,6 +80,8 @@ final class RowPlan {
             plan.toDelete.addAll(live);
             plan.applied.add(c);
         }
+        // Items to rows (each value converted to its column's type) on every core.
+        plan.rows.addAll(Slices.map(upserts, pool, layout::toRow, "turning changes into rows"));
         plan.rows.addAll(kept.rows(pool));
         plan.keptRemovals = kept.size();
         return plan;

@@ -13,7 +13,6 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -177,17 +176,15 @@ public final class RemovalsFile {
      * of keys upserted since); null when none is left.
      */
     public String update(
-            Table table,
-            TableLayout layout,
-            Collection<Change> applied,
-            long nowMillis,
-            long forgetBeforeMillis,
-            String runId) {
+            Table table, Map<List<Object>, Change> applied, long nowMillis, long forgetBeforeMillis, String runId) {
         List<Change> added = new ArrayList<>();
-        for (Change c : applied) {
-            List<Object> key = layout.keyOf(c);
+        for (Map.Entry<List<Object>, Change> e : applied.entrySet()) {
+            List<Object> key = e.getKey();
+            Change c = e.getValue();
             if (c.operation().isUpsert()) {
-                byKey.remove(key);
+                if (!byKey.isEmpty()) {
+                    byKey.remove(key);
+                }
             } else {
                 // A removal's time field says when a merge recorded it (for expiry), not when it happened.
                 Change removal =

@@ -4,9 +4,11 @@ import dev.ddb2iceberg.commit.CommitProtocol;
 import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.util.Slices;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.UpdateSchema;
 import org.apache.iceberg.types.Types;
@@ -33,7 +35,26 @@ public final class SchemaEvolution {
 
     /** Adds the columns these changes need that the table lacks; returns the table, refreshed if it changed. */
     public static Table evolve(Table table, List<Change> changes, TableSettings tableSettings) {
+        return evolve(table, changes, tableSettings, null);
+    }
+
+    /**
+     * The same, checking the changes on every core of {@code pool} first: almost every merge needs
+     * no new column, and then each slice of the images says so on its own (a slice needing nothing
+     * has no attribute the table lacks and no value its column cannot hold), so only a merge whose
+     * slices ask for something works out the changes over all the images together.
+     */
+    public static Table evolve(Table table, List<Change> changes, TableSettings tableSettings, ExecutorService pool) {
         List<Map<String, DdbValue>> images = newImages(changes);
+        if (Slices.perSlice(
+                        images,
+                        pool,
+                        slice -> needed(table, slice, tableSettings).isEmpty(),
+                        "checking the schema")
+                .stream()
+                .allMatch(Boolean::booleanValue)) {
+            return table;
+        }
         CommitProtocol protocol = new CommitProtocol(
                 "changing the schema of " + table.name(), ATTEMPTS, "Nothing was merged; a later run tries again.");
         return protocol.run(table, attempt -> {
