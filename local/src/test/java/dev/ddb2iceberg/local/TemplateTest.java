@@ -571,6 +571,24 @@ class TemplateTest {
         }
     }
 
+    /**
+     * Functions that work the CPU for seconds to minutes a run ask for the parallel collector and
+     * keep the full JIT (BENCHMARKS.md, "The merger's JVM"); the stager keeps the runtime's advice
+     * for short invocations, C1 only.
+     */
+    @Test
+    void theFunctionsThatMergeOrCompactRunWithTheParallelCollectorAndTheFullJit() {
+        for (String id : TEMPLATE.functionIds()) {
+            String options = variables(id).get("JAVA_TOOL_OPTIONS").asText();
+            if (id.equals("Stager")) {
+                assertEquals("-XX:+TieredCompilation -XX:TieredStopAtLevel=1", options, id);
+            } else {
+                assertTrue(options.contains("-XX:+UseParallelGC"), id + ": JAVA_TOOL_OPTIONS is " + options);
+                assertFalse(options.contains("TieredStopAtLevel"), id + ": JAVA_TOOL_OPTIONS is " + options);
+            }
+        }
+    }
+
     @Test
     void everyLogGroupHasARetentionAndEveryFunctionLogsToOne() {
         for (String id : TEMPLATE.functionIds()) {

@@ -10,6 +10,7 @@ import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.function.OwnedClients;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
+import dev.ddb2iceberg.observe.JvmSettings;
 import dev.ddb2iceberg.status.TableStatus;
 import java.io.IOException;
 import java.io.InputStream;
@@ -39,6 +40,7 @@ public final class MaintenanceHandler implements RequestStreamHandler, AutoClose
     /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
     public MaintenanceHandler() {
         this(Environment.system());
+        LOG.info("JVM: {}", JvmSettings.describe());
     }
 
     /** Used by the local runtime, which passes the environment a Lambda would have. */

@@ -12,6 +12,7 @@ import dev.ddb2iceberg.load.ExportLoadResult;
 import dev.ddb2iceberg.merge.ContinuousMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
+import dev.ddb2iceberg.observe.JvmSettings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -38,6 +39,7 @@ public final class MergerHandler implements RequestStreamHandler, AutoCloseable 
     /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
     public MergerHandler() {
         this(MergerSettings.from(Environment.system()));
+        LOG.info("JVM: {}", JvmSettings.describe());
     }
 
     /** Used by the local runtime, which passes the environment a Lambda would have. */

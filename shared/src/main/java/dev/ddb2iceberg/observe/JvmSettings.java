@@ -1,0 +1,34 @@
+package dev.ddb2iceberg.observe;
+
+import com.sun.management.HotSpotDiagnosticMXBean;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.util.stream.Collectors;
+
+/**
+ * The JVM settings that decide a merge's speed, as the JVM reports them, for one log line at cold
+ * start: the template asks for the parallel collector and the full JIT for the merger and
+ * maintenance (twice the changes a second of Lambda's default, the serial collector with the C1
+ * compiler only; BENCHMARKS.md, "The merger's JVM"), and this line shows whether Lambda took them.
+ */
+public final class JvmSettings {
+    private JvmSettings() {}
+
+    /** For example "collectors [PS Scavenge, PS MarkSweep], TieredStopAtLevel=4, 2 processors, max heap 1808 MB". */
+    public static String describe() {
+        String collectors = ManagementFactory.getGarbageCollectorMXBeans().stream()
+                .map(GarbageCollectorMXBean::getName)
+                .collect(Collectors.joining(", ", "[", "]"));
+        String level;
+        try {
+            level = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
+                    .getVMOption("TieredStopAtLevel")
+                    .getValue();
+        } catch (RuntimeException e) {
+            level = "unknown";
+        }
+        return "collectors " + collectors + ", TieredStopAtLevel=" + level + ", "
+                + Runtime.getRuntime().availableProcessors() + " processors, max heap "
+                + (Runtime.getRuntime().maxMemory() >> 20) + " MB";
+    }
+}
