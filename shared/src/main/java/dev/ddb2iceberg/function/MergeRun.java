@@ -83,11 +83,62 @@ public final class MergeRun {
         return this;
     }
 
-    /** A scheduled run: one merge in scheduled mode, merges until the run's deadline in continuous mode. */
-    public Object scheduled(MergeOptions options, String scheduledTime, Context context) {
-        return continuous.continuous()
-                ? continuous(options, scheduledTime(scheduledTime), context)
-                : mergeOnce(options);
+    /**
+     * A scheduled run. In continuous mode, merges until the run's deadline. In scheduled mode, one
+     * merge, and while it leaves a backlog, more merges back to back ({@link #catchingUp}) unless
+     * {@code oneMerge} (the input set maxChanges: a run of that bound alone).
+     */
+    public Object scheduled(MergeOptions options, String scheduledTime, Context context, boolean oneMerge) {
+        if (continuous.continuous()) {
+            return continuous(options, scheduledTime(scheduledTime), context);
+        }
+        return oneMerge ? mergeOnce(options) : catchingUp(options, scheduledTime(scheduledTime), context);
+    }
+
+    /**
+     * One merge, then more while the last left staged objects waiting and another is expected to
+     * commit by the run's deadline (the one continuous mode keeps: MERGE_RUN_SECONDS after the
+     * scheduled time, within the Lambda's own time), by the estimate continuous mode uses: twice the
+     * longest merge so far. Each merge is bounded as before; only a backlog makes the run longer.
+     * Without it a scheduled merger took at most MAX_CHANGES_PER_RUN a minute (100,000: about 1,700
+     * changes a second) whatever its memory, and a backlog of a million changes waited ten minutes.
+     */
+    public MergeResult catchingUp(MergeOptions options, Instant scheduledTime, Context context) {
+        Instant deadline = deadline(scheduledTime, context);
+        MergeResult run = mergeOnce(options);
+        long longest = run.millis();
+        int merges = 1;
+        MergeResult last = run;
+        while (last.backlogObjects() > 0
+                && last.snapshotId() != null // held, or nothing it could apply: the next run looks again
+                && !clock.instant().plusMillis(2 * longest).isAfter(deadline)) {
+            last = mergeOnce(options);
+            longest = Math.max(longest, last.millis());
+            run = run.followedBy(last);
+            merges++;
+        }
+        if (merges > 1) {
+            log.atInfo()
+                    .addKeyValue("merges", merges)
+                    .addKeyValue("changesApplied", run.changesApplied())
+                    .addKeyValue("backlogObjects", run.backlogObjects())
+                    .addKeyValue("longestMergeMillis", longest)
+                    .addKeyValue("deadline", deadline)
+                    .log("Scheduled run caught up with its backlog in {} merges", merges);
+        }
+        return run;
+    }
+
+    /** When a run's last merge must have committed: the scheduled time plus the run's length, within the Lambda's time. */
+    private Instant deadline(Instant scheduledTime, Context context) {
+        Instant deadline = scheduledTime.plus(continuous.runLength());
+        if (context != null) {
+            Instant lambdaDeadline = clock.instant()
+                    .plusMillis(context.getRemainingTimeInMillis())
+                    .minus(CONTINUOUS_RESERVE);
+            deadline = lambdaDeadline.isBefore(deadline) ? lambdaDeadline : deadline;
+        }
+        return deadline;
     }
 
     /** One merge, its metrics printed. */
@@ -112,13 +163,7 @@ public final class MergeRun {
      * own time; the schedule passes its scheduled time in the input (else the invocation's start counts).
      */
     public ContinuousResult continuous(MergeOptions options, Instant scheduledTime, Context context) {
-        Instant deadline = scheduledTime.plus(continuous.runLength());
-        if (context != null) {
-            Instant lambdaDeadline = clock.instant()
-                    .plusMillis(context.getRemainingTimeInMillis())
-                    .minus(CONTINUOUS_RESERVE);
-            deadline = lambdaDeadline.isBefore(deadline) ? lambdaDeadline : deadline;
-        }
+        Instant deadline = deadline(scheduledTime, context);
         StagingStore store = new StagingStore(s3, staging);
         ContinuousMerge.Result run =
                 new ContinuousMerge(continuous, () -> mergeOnce(options), store::anyStaged, clock, pause).run(deadline);

@@ -1,7 +1,8 @@
 package dev.ddb2iceberg.merge;
 
 /**
- * What one merge run did; returned by the merger function and logged.
+ * What one merge run did; returned by the merger function and logged. A scheduled run that merges
+ * again to catch up with a backlog returns its merges together ({@link #followedBy}).
  *
  * @param changesRead changes in the staged objects taken this run
  * @param changesApplied changes that changed the table (after keeping each key's latest)
@@ -43,4 +44,32 @@ public record MergeResult(
         long oldestUnmergedAgeSeconds,
         long lagSeconds,
         long millis,
-        String heldBecause) {}
+        String heldBecause) {
+
+    /**
+     * This merge and the {@code next} as one run: the counts add up; the snapshot, the table's files,
+     * the backlog, the lag and the hold are the later merge's (what the run left).
+     */
+    public MergeResult followedBy(MergeResult next) {
+        return new MergeResult(
+                changesRead + next.changesRead,
+                changesApplied + next.changesApplied,
+                itemsWritten + next.itemsWritten,
+                rowsReplaced + next.rowsReplaced,
+                itemsRemoved + next.itemsRemoved,
+                staleSkipped + next.staleSkipped,
+                objectsApplied + next.objectsApplied,
+                objectsAlreadyApplied + next.objectsAlreadyApplied,
+                quarantined + next.quarantined,
+                next.snapshotId != null ? next.snapshotId : snapshotId,
+                commitAttempts + next.commitAttempts,
+                filesRead + next.filesRead,
+                next.filesInTable,
+                next.backlogObjects,
+                next.backlogBytes,
+                next.oldestUnmergedAgeSeconds,
+                next.lagSeconds,
+                millis + next.millis,
+                next.heldBecause);
+    }
+}

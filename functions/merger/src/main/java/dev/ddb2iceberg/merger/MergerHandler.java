@@ -92,7 +92,7 @@ public final class MergerHandler implements RequestStreamHandler, AutoCloseable 
                         options,
                         context);
             }
-            return run.scheduled(options, in.scheduledTime(), context);
+            return run.scheduled(options, in.scheduledTime(), context, in.maxChanges() != null);
         });
     }
 

@@ -6,8 +6,9 @@ import java.util.List;
 
 /**
  * The merger's input, all optional: {@code maxChanges} (this run's bound instead of
- * MAX_CHANGES_PER_RUN) and {@code scheduledTime} (the schedule's time for this run, which bounds a
- * continuous run); or, to load a DynamoDB export instead, {@code loadExport} (its s3:// folder) with
+ * MAX_CHANGES_PER_RUN; the run is then one merge of that bound, even with a backlog) and
+ * {@code scheduledTime} (the schedule's time for this run, which bounds a continuous run, and a
+ * scheduled run's further merges while it catches up with a backlog); or, to load a DynamoDB export instead, {@code loadExport} (its s3:// folder) with
  * {@code keys}, {@code marginMinutes} and {@code skipHandOffCheck}.
  */
 public record MergerInput(

@@ -95,6 +95,39 @@ class MergerHandlerTest {
     }
 
     @Test
+    void aScheduledRunThatLeavesABacklogMergesAgainUntilTheBacklogIsGone() throws Exception {
+        env.put("MAX_CHANGES_PER_RUN", "20");
+        stageSomeChanges(5);
+        List<String> lines = new ArrayList<>();
+        JsonNode result =
+                invoke(handler().metricsTo(lines::add), Files.readAllBytes(ProjectFiles.event("merger-schedule.json")));
+        assertEquals(5, result.get("objectsApplied").asInt(), "five merges of one object each: " + result);
+        assertEquals(100, result.get("changesRead").asInt(), result.toString());
+        assertEquals(0, result.get("backlogObjects").asInt(), result.toString());
+        assertEquals(5, result.get("commitAttempts").asInt(), "one commit a merge: " + result);
+        assertEquals(5, lines.size(), "each merge prints its own metric line: " + lines);
+    }
+
+    @Test
+    void aScheduledRunPastItsDeadlineLeavesTheBacklogToTheNextRun() throws Exception {
+        env.put("MAX_CHANGES_PER_RUN", "20");
+        stageSomeChanges(5);
+        // Scheduled long ago: its deadline (the scheduled time plus MERGE_RUN_SECONDS) has passed,
+        // so after the merge every run makes, no other would commit in time.
+        JsonNode result = invoke(handler(), "{\"scheduledTime\": \"2026-01-01T00:00:00Z\"}".getBytes());
+        assertEquals(1, result.get("objectsApplied").asInt(), result.toString());
+        assertEquals(4, result.get("backlogObjects").asInt(), result.toString());
+    }
+
+    @Test
+    void aRunGivenMaxChangesIsOneMergeOfThatBoundEvenWithABacklog() throws Exception {
+        stageSomeChanges(5);
+        JsonNode result = invoke(handler(), "{\"maxChanges\": 20}".getBytes());
+        assertEquals(1, result.get("objectsApplied").asInt(), result.toString());
+        assertEquals(4, result.get("backlogObjects").asInt(), result.toString());
+    }
+
+    @Test
     void eachRunPrintsAnEmbeddedMetricLineWithTheFreshnessLagTheAlarmWatches() throws Exception {
         stageSomeChanges(3);
         List<String> lines = new ArrayList<>();
