@@ -14,6 +14,17 @@ import java.util.stream.Collectors;
 public final class JvmSettings {
     private JvmSettings() {}
 
+    /**
+     * Logs {@link #describe} from a daemon thread: the management beans take 30–50 ms to start
+     * under C1, which would otherwise add to every cold start; beside the catalog's and S3
+     * client's set-up (mostly waiting on the network) it costs nothing the invocation waits for.
+     */
+    public static void logInBackground(org.slf4j.Logger log) {
+        Thread t = new Thread(() -> log.info("JVM: {}", describe()), "jvm-settings");
+        t.setDaemon(true);
+        t.start();
+    }
+
     /** For example "collectors [PS Scavenge, PS MarkSweep], TieredStopAtLevel=4, 2 processors, max heap 1808 MB". */
     public static String describe() {
         String collectors = ManagementFactory.getGarbageCollectorMXBeans().stream()

@@ -40,7 +40,7 @@ public final class MaintenanceHandler implements RequestStreamHandler, AutoClose
     /** Used by Lambda: settings are read and checked, and the catalog built, once at cold start. */
     public MaintenanceHandler() {
         this(Environment.system());
-        LOG.info("JVM: {}", JvmSettings.describe());
+        JvmSettings.logInBackground(LOG);
     }
 
     /** Used by the local runtime, which passes the environment a Lambda would have. */

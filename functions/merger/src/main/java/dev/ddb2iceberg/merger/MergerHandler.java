@@ -39,7 +39,7 @@ public final class MergerHandler implements RequestStreamHandler, AutoCloseable 
     /** Used by Lambda: settings are read and checked, and clients built, once at cold start. */
     public MergerHandler() {
         this(MergerSettings.from(Environment.system()));
-        LOG.info("JVM: {}", JvmSettings.describe());
+        JvmSettings.logInBackground(LOG);
     }
 
     /** Used by the local runtime, which passes the environment a Lambda would have. */
