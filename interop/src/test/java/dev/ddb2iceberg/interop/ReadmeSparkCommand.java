@@ -11,15 +11,18 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The README's {@code spark-sql} command, read from README.md itself so the test runs exactly what
- * a user is told to type: the packages, every {@code --conf}, and the {@code -e} query.
+ * The documented {@code spark-sql} command, read from its page ({@link #PAGE}) so the test runs
+ * exactly what a user is told to type: the packages, every {@code --conf}, and the {@code -e} query.
  *
  * @param packages Maven coordinates after {@code --packages}
  * @param conf the {@code --conf} settings, in order, as printed
  * @param query the {@code -e} statement
  */
 record ReadmeSparkCommand(List<String> packages, Map<String, String> conf, String query) {
-    /** What the README points at: the local stack {@code ./ddb2iceberg up} runs. */
+    /** The page that prints the command, under the project folder. */
+    static final String PAGE = "docs/getting-started/local.md";
+
+    /** What the page points at: the local stack {@code ./ddb2iceberg up} runs. */
     static final String README_CATALOG = "$PWD/.local/catalog.db";
 
     static final String README_ENDPOINT = "http://127.0.0.1:9321";

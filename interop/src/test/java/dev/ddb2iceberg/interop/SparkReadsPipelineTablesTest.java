@@ -53,7 +53,7 @@ import org.slf4j.event.Level;
 
 /**
  * "Readable by every engine", proven by an engine we did not write: Apache Spark 3.5 with Iceberg's
- * Spark runtime, started with the README's own {@code spark-sql} packages and settings, reads
+ * Spark runtime, started with the documented {@code spark-sql} packages and settings (docs/getting-started/local.md), reads
  * tables the pipeline wrote on the S3 server and the SQLite catalog, and must see exactly the
  * source table, every attribute and nested value, whether it sits in a typed column or in
  * {@code _ddb_overflow}. One table per situation a reader meets: live position delete files,
@@ -76,7 +76,7 @@ class SparkReadsPipelineTablesTest {
     @BeforeAll
     static void writeTablesThenReadThemWithSpark() throws Exception {
         LogSettings.defaultPipelineLevel(Level.WARN); // the pipeline's progress is not under test here
-        readme = ReadmeSparkCommand.read(ProjectFiles.root().resolve("README.md"));
+        readme = ReadmeSparkCommand.read(ProjectFiles.root().resolve(ReadmeSparkCommand.PAGE));
         server = EmbeddedS3Server.inMemory();
         server.ensureBucket("local"); // the README's warehouse, s3://local/warehouse
         LocalStack stack = new LocalStack(server, "local", dir);
@@ -102,30 +102,30 @@ class SparkReadsPipelineTablesTest {
         TABLES.forEach((name, t) -> queries.put(name, "SELECT * FROM " + t.sparkName()));
         queries.put("readme", readme.query());
         queries.put("describe", "DESCRIBE TABLE " + TABLES.get("orders").sparkName());
-        List<String> removals = readmeSql("## Removals");
-        List<String> history = readmeSql("## The change history");
-        assertEquals(1, removals.size(), "SQL blocks in the README's Removals section");
-        assertEquals(2, history.size(), "SQL blocks in the README's change history section");
+        List<String> removals = docSql("docs/guides/removals.md", "# Removals");
+        List<String> history = docSql("docs/guides/change-history.md", "## Queries");
+        assertEquals(1, removals.size(), "SQL blocks in docs/guides/removals.md's first section");
+        assertEquals(2, history.size(), "SQL blocks in docs/guides/change-history.md's Queries");
         queries.put("live", removals.get(0));
         queries.put("item history", history.get(0));
         queries.put("as of", history.get(1));
-        List<String> columnNames = readmeSql("## Column names");
-        assertEquals(1, columnNames.size(), "SQL blocks in the README's Column names section");
+        List<String> columnNames = docSql("docs/guides/querying.md", "## Column names");
+        assertEquals(1, columnNames.size(), "SQL blocks in docs/guides/querying.md's Column names");
         queries.put("column names", columnNames.get(0));
         spark = SparkProcess.run(Path.of(System.getProperty("spark.work", dir.toString())), conf, queries);
     }
 
-    /** The ```sql blocks of the README section under {@code heading}, as printed. */
-    private static List<String> readmeSql(String heading) {
+    /** The ```sql blocks of the section of {@code page} under {@code heading} (to the next ## heading), as printed. */
+    private static List<String> docSql(String page, String heading) {
         String text;
         try {
-            text = Files.readString(ProjectFiles.root().resolve("README.md"));
+            text = "\n" + Files.readString(ProjectFiles.root().resolve(page));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
         int start = text.indexOf("\n" + heading);
-        assertTrue(start >= 0, "the README has a section " + heading);
-        int end = text.indexOf("\n## ", start + heading.length());
+        assertTrue(start >= 0, page + " has a section " + heading);
+        int end = text.indexOf("\n## ", start + heading.length() + 1);
         String section = text.substring(start, end < 0 ? text.length() : end);
         List<String> blocks = new ArrayList<>();
         Matcher m = Pattern.compile("```sql\n(.*?)```", Pattern.DOTALL).matcher(section);
@@ -547,7 +547,7 @@ class SparkReadsPipelineTablesTest {
 
     @Test
     void theReadmeAsOfQueryReturnsTheSourceTableAsItWasThen() {
-        String query = readmeSql("## The change history").get(1);
+        String query = docSql("docs/guides/change-history.md", "## Queries").get(1);
         Matcher m = Pattern.compile("TIMESTAMP '([^']+)'").matcher(query);
         assertTrue(m.find(), "the as-of query names a time: " + query);
         long then = Instant.parse(m.group(1)).toEpochMilli();

@@ -73,8 +73,8 @@ final class UpCommand implements Callable<Integer> {
         out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n "
                 + envFile);
         out.println();
-        // The README's spark-sql command shows the same settings, with the packages to add.
-        out.println("Spark settings (README \"Query the table with Spark\"); the table is "
+        // The spark-sql command of docs/getting-started/local.md shows the same settings, with the packages to add.
+        out.println("Spark settings (docs/getting-started/local.md, \"Query the table with Spark\"); the table is "
                 + CatalogSettings.DEFAULT_NAME + "." + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table + ":");
         out.println(stack.sparkSettings().entrySet().stream()
                 .map(e -> "  --conf " + e.getKey() + "=" + e.getValue())

@@ -17,10 +17,6 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.config.Setting;
 import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.ProjectFiles;
-import dev.ddb2iceberg.function.MaintenanceSettings;
-import dev.ddb2iceberg.function.MergerSettings;
-import dev.ddb2iceberg.merger.ExportLoadHandler;
-import dev.ddb2iceberg.stager.StagerSettings;
 import java.io.InputStream;
 import java.lang.reflect.Method;
 import java.net.URL;
@@ -30,7 +26,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -56,12 +51,7 @@ class TemplateTest {
     private static final JsonNode ROOT = TEMPLATE.root();
 
     /** How each function reads its settings, as its handler's no-argument constructor does. */
-    private static final Map<String, Consumer<Environment>> SETTINGS = Map.of(
-            "Stager", StagerSettings::from,
-            "Merger", MergerSettings::from,
-            "ExportLoad", ExportLoadHandler::checkSettings,
-            "Maintenance", MaintenanceSettings::from,
-            "CompactionWorker", MaintenanceSettings::from);
+    private static final Map<String, Consumer<Environment>> SETTINGS = DeployedEnvironment.READERS;
 
     private static JsonSchema samSchema() throws Exception {
         try (InputStream in = TemplateTest.class.getResourceAsStream("/sam-schema/sam.schema.json")) {
@@ -152,17 +142,7 @@ class TemplateTest {
      */
     @Test
     void everySettingsTemplateParameterExistsAndSetsItsVariable() {
-        Map<String, Set<String>> readers = new HashMap<>();
-        for (String catalogType : List.of("glue", "s3tables")) {
-            for (String id : TEMPLATE.functionIds()) {
-                Environment recording = new Environment(deployedEnvironment(id, catalogType));
-                SETTINGS.get(id).accept(recording);
-                recording
-                        .variablesRead()
-                        .forEach(v ->
-                                readers.computeIfAbsent(v, k -> new TreeSet<>()).add(id));
-            }
-        }
+        Map<String, Set<String>> readers = DeployedEnvironment.readers(TEMPLATE);
         for (Setting s : Settings.all()) {
             if (s.parameter() == null) {
                 continue;
@@ -645,27 +625,9 @@ class TemplateTest {
         }
     }
 
-    /**
-     * A function's variables as Lambda would see them: the template's (Globals, then the function's),
-     * with a sample value where the template computes one when deployed.
-     */
+    /** A function's variables as Lambda would see them (see {@link DeployedEnvironment}). */
     private static Map<String, String> deployedEnvironment(String id, String catalogType) {
-        Map<String, String> env = new HashMap<>();
-        for (JsonNode scope : List.of(
-                ROOT.path("Globals").path("Function"),
-                ROOT.path("Resources").path(id).path("Properties"))) {
-            for (Iterator<Map.Entry<String, JsonNode>> it =
-                            scope.path("Environment").path("Variables").fields();
-                    it.hasNext(); ) {
-                Map.Entry<String, JsonNode> v = it.next();
-                env.put(
-                        v.getKey(),
-                        v.getValue().isValueNode()
-                                ? v.getValue().asText()
-                                : sample(v.getKey(), catalogType, v.getValue()));
-            }
-        }
-        return env;
+        return DeployedEnvironment.of(ROOT, id, catalogType);
     }
 
     /** A policy's statements, with both branches of a conditional one ({@code !If [cond, statement, AWS::NoValue]}). */
@@ -683,36 +645,6 @@ class TemplateTest {
             }
         }
         return out;
-    }
-
-    /**
-     * A value for a variable the template computes. A condition choosing between two plain values
-     * (continuous mode's settings, say) gives its first; the catalog's and the table's variables get
-     * a sample of what the deployed stack would set.
-     */
-    private static String sample(String variable, String catalogType, JsonNode node) {
-        JsonNode choice = node.path("Fn::If");
-        if (!variable.equals("CATALOG_TYPE")
-                && choice.path(1).isValueNode()
-                && choice.path(2).isValueNode()) {
-            return choice.path(1).asText();
-        }
-        JsonNode parameter = ROOT.path("Parameters").path(node.path("Ref").asText());
-        if (parameter.path("Type").asText().equals("Number") || parameter.has("AllowedValues")) {
-            // A number parameter's default (ExportLoadConcurrency), or a choice's (TtlExpiries).
-            return parameter.path("Default").asText();
-        }
-        return switch (variable) {
-            case "CATALOG_TYPE" -> catalogType;
-            case "TABLE_BUCKET_ARN" -> "arn:aws:s3tables:us-east-1:123456789012:bucket/orders-lake";
-            case "TABLE_LOCATION" -> "s3://bucket/warehouse/db/table";
-            case "TABLE_FORMAT_VERSION" -> "2";
-            case "STAGING_PREFIX" -> "staging/";
-            case "COLUMN_TYPES" -> "price=decimal(12,2)";
-            case "ITEM_JSON_COLUMN", "ITEM_VARIANT_COLUMN" -> "false";
-            case "HISTORY_TABLE" -> "sample_history";
-            default -> "sample";
-        };
     }
 
     private static List<String> resourcesOfType(String type) {

@@ -13,7 +13,11 @@ public final class PipelineProperties {
     /** The checkpoint: the staged objects applied so far, comma-separated (see {@link Checkpoint}). */
     public static final String APPLIED = "ddb2iceberg.applied-staged-objects";
 
-    /** The id of the run (merge, load, maintenance) that wrote the snapshot; settles unknown outcomes. */
+    /**
+     * The id of the run (a merge, an export load or a history append) that wrote the snapshot;
+     * settles unknown outcomes. Maintenance never sets it: a snapshot with it is a merger snapshot
+     * to {@link Checkpoint}.
+     */
     public static final String RUN_ID = "ddb2iceberg.merge-run-id";
 
     /**

@@ -156,7 +156,7 @@ public final class Settings {
             "scheduled",
             "MergeMode",
             true,
-            "one merge a run (scheduled), or merges until shortly before the next run (continuous)",
+            "a merge a run, and more back to back while a backlog waits (scheduled), or merges every few seconds until shortly before the next run (continuous)",
             "scheduled",
             "continuous");
     public static final Setting MAX_CHANGES_PER_RUN =
@@ -207,8 +207,10 @@ public final class Settings {
             fixed("MERGE_INTERVAL_SECONDS", "5", "continuous mode: seconds from one merge's start to the next one's");
     public static final Setting MERGE_IDLE_SECONDS =
             fixed("MERGE_IDLE_SECONDS", "30", "continuous mode: a run returns after this long with nothing staged");
-    public static final Setting MERGE_RUN_SECONDS =
-            fixed("MERGE_RUN_SECONDS", "57", "continuous mode: a run's merges end this long after its scheduled time");
+    public static final Setting MERGE_RUN_SECONDS = fixed(
+            "MERGE_RUN_SECONDS",
+            "57",
+            "a run's merges (continuous mode's, or a scheduled run's catching up with a backlog) commit by its scheduled time plus this");
 
     // ------------------------------------------------------------------ export load
     public static final Setting EXPORT_LOAD_CONCURRENCY = param(

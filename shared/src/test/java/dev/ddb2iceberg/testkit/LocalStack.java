@@ -62,7 +62,7 @@ public final class LocalStack {
 
     /**
      * Spark SQL settings that read this stack's tables with Iceberg's Spark runtime, as {@code up}
-     * prints them and the README shows them: a Spark catalog named like the JDBC catalog (a JDBC
+     * prints them and docs/getting-started/local.md shows them: a Spark catalog named like the JDBC catalog (a JDBC
      * catalog files its tables under its own name), on the same database, warehouse and S3 server.
      */
     public Map<String, String> sparkSettings() {
