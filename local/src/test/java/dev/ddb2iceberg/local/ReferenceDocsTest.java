@@ -7,8 +7,11 @@ import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Setting;
 import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.ProjectFiles;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Set;
@@ -16,6 +19,7 @@ import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
@@ -89,6 +93,54 @@ class ReferenceDocsTest {
             }
         }
         assertTrue(missing.isEmpty(), pagePath + " lacks " + missing);
+    }
+
+    /** {@code docs --check} finds a stale page and changes nothing; {@code docs} writes the pages; then the check passes. */
+    @Test
+    void theDocsCommandChecksAndWritesTheGeneratedPages(@TempDir Path project) throws Exception {
+        Files.copy(ROOT.resolve("template.yaml"), project.resolve("template.yaml"));
+        Files.createDirectories(project.resolve("docs/reference"));
+        Files.writeString(project.resolve(ReferenceDocs.CONFIGURATION), "# an old page\n");
+
+        StringWriter err = new StringWriter();
+        int stale = Main.execute(
+                new PrintWriter(new StringWriter()),
+                new PrintWriter(err, true),
+                "docs",
+                "--check",
+                "--project",
+                project.toString());
+        assertEquals(1, stale, "docs --check on stale pages; stderr: " + err);
+        assertTrue(err.toString().contains(ReferenceDocs.CONFIGURATION + " is out of date"), "stderr: " + err);
+        assertEquals(
+                "# an old page\n",
+                Files.readString(project.resolve(ReferenceDocs.CONFIGURATION)),
+                "--check changed the page");
+
+        StringWriter out = new StringWriter();
+        assertEquals(
+                0,
+                Main.execute(
+                        new PrintWriter(out, true),
+                        new PrintWriter(err, true),
+                        "docs",
+                        "--project",
+                        project.toString()));
+        assertTrue(out.toString().contains("Wrote"), "stdout: " + out);
+        for (Map.Entry<Path, String> page : ReferenceDocs.pages(ROOT).entrySet()) {
+            assertEquals(
+                    page.getValue(), Files.readString(project.resolve(page.getKey())), page.getKey() + " as written");
+        }
+        assertEquals(
+                0,
+                Main.execute(
+                        new PrintWriter(new StringWriter()),
+                        new PrintWriter(err, true),
+                        "docs",
+                        "--check",
+                        "--project",
+                        project.toString()),
+                "docs --check after docs; stderr: " + err);
     }
 
     /** The first cell of each table row, without its backticks. */
