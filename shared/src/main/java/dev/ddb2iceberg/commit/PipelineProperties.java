@@ -65,6 +65,12 @@ public final class PipelineProperties {
     /** The parallel load in progress (JSON of its mark); merges wait while it is set. */
     public static final String PARALLEL_LOAD_IN_PROGRESS = "ddb2iceberg.parallel-export-load";
 
+    /**
+     * The fanned-out merge in progress (JSON of its {@link FanOutMark}); scheduled merges and loads
+     * wait while it is set, so its one commit finds the table as its plan saw it.
+     */
+    public static final String FAN_OUT_MERGE_IN_PROGRESS = "ddb2iceberg.fan-out-merge";
+
     /** Of a history table: the table whose changes it holds, {@code namespace.name}. */
     public static final String HISTORY_OF = "ddb2iceberg.history-of";
 

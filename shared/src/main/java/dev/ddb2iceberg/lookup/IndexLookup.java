@@ -47,6 +47,9 @@ public final class IndexLookup implements LiveRowLookup {
     private final IndexCache cache;
     private final int parts;
     private final long buildMemoryBytes;
+    /** A fan-out worker's lookup: it reads the base snapshot's index and writes nothing (see {@link #readOnly}). */
+    private final boolean readOnly;
+
     private Long baseSnapshotId;
     private int rewrittenFilesRead; // data files read to follow other writers' rewrites
     private KeyIndex index; // the base snapshot's index: trusted, or rebuilt
@@ -55,10 +58,25 @@ public final class IndexLookup implements LiveRowLookup {
 
     /** @param buildMemoryBytes memory a rebuild may use; past it, it sorts through runs in storage */
     public IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes) {
+        this(pool, cache, parts, buildMemoryBytes, false);
+    }
+
+    private IndexLookup(ExecutorService pool, IndexCache cache, int parts, long buildMemoryBytes, boolean readOnly) {
         this.pool = pool;
         this.cache = cache;
         this.parts = parts;
         this.buildMemoryBytes = buildMemoryBytes;
+        this.readOnly = readOnly;
+    }
+
+    /**
+     * A lookup that only reads: one of many workers of a fanned-out merge, whose commit step alone
+     * writes the index. It folds nothing ahead, and where a writer would rebuild the index or record
+     * another writer's rewrite, it refuses (IllegalStateException, saying why): the fan-out's plan
+     * checks that the base snapshot's index is trusted as it is.
+     */
+    public static IndexLookup readOnly(ExecutorService pool, IndexCache cache) {
+        return new IndexLookup(pool, cache, 0, 0, true);
     }
 
     @Override
@@ -107,7 +125,11 @@ public final class IndexLookup implements LiveRowLookup {
             }
         }
         int filesRead = rewrittenFilesRead;
-        if (why == null && index != null) {
+        if (readOnly && why != null) {
+            throw new IllegalStateException(
+                    "the key index of snapshot " + snapshotId + " cannot be used as it is: " + why);
+        }
+        if (!readOnly && why == null && index != null) {
             index.foldAhead(table); // this commit's share of folding, beside the rest of the merge
         }
         if (why != null) {
@@ -148,19 +170,36 @@ public final class IndexLookup implements LiveRowLookup {
     @Override
     public Recorded record(
             Table table, TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed) {
-        IndexEntries.Builder changes = new IndexEntries.Builder();
-        // Each written row's entry (its key encoded, its sequence number parsed) on every core.
-        Slices.map(
-                        written,
-                        pool,
-                        r -> new IndexEntries.Entry(
-                                IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(), new BigInteger((String)
-                                        r.row().getField(TableLayout.SEQ))),
-                        "encoding the written rows' index entries")
-                .forEach(changes::add);
+        return recordEntries(table, layout, entriesOf(layout, written, removed, pool));
+    }
+
+    /**
+     * The index entries of written rows (each key encoded, its sequence number parsed, on every core)
+     * and the tombstones of removed keys: what {@link #record} records, and what a fan-out worker
+     * hands its commit step.
+     */
+    public static List<IndexEntries.Entry> entriesOf(
+            TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed, ExecutorService pool) {
+        List<IndexEntries.Entry> entries = new ArrayList<>(Slices.map(
+                written,
+                pool,
+                r -> new IndexEntries.Entry(
+                        IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(), new BigInteger((String)
+                                r.row().getField(TableLayout.SEQ))),
+                "encoding the written rows' index entries"));
         for (List<Object> key : removed) {
-            changes.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
+            entries.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
         }
+        return entries;
+    }
+
+    /** Records {@code entries} (see {@link #entriesOf}) as this commit's delta of the index found by {@link #find}. */
+    public Recorded recordEntries(Table table, TableLayout layout, List<IndexEntries.Entry> entries) {
+        if (readOnly) {
+            throw new IllegalStateException("a read-only lookup records nothing");
+        }
+        IndexEntries.Builder changes = new IndexEntries.Builder();
+        entries.forEach(changes::add);
         IndexEntries delta = changes.build();
         KeyIndex.Written next;
         try {
@@ -183,6 +222,10 @@ public final class IndexLookup implements LiveRowLookup {
      * leaves entries pointing to files that are gone; a lookup that meets one rebuilds the index.
      */
     private String movesOfRewrite(Table table, TableLayout layout, long snapshotId, Map<String, FileScanTask> tasks) {
+        if (readOnly) {
+            throw new DamagedIndexException("snapshot " + snapshotId
+                    + " by another writer rewrote data files, whose rows the index does not follow yet");
+        }
         List<FileScanTask> added = new ArrayList<>();
         for (DataFile f : table.snapshot(snapshotId).addedDataFiles(table.io())) {
             FileScanTask task = tasks.get(f.location());

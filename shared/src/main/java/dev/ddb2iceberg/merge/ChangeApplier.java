@@ -180,7 +180,7 @@ public final class ChangeApplier {
      * forward), dropped and folded files, and the summary properties. It refuses (ValidationException)
      * when a concurrent commit since {@code base} touched what this one read.
      */
-    private static RowDelta rowDelta(
+    static RowDelta rowDelta(
             Table table,
             Snapshot base,
             SmallFileRewrite.Plan files,
@@ -216,7 +216,7 @@ public final class ChangeApplier {
         return partitions;
     }
 
-    private void quarantineChange(Change c, String reason) {
+    void quarantineChange(Change c, String reason) {
         ObjectNode doc = JSON.createObjectNode();
         doc.put("reason", reason);
         doc.put("sequenceNumber", c.sequenceNumber());

@@ -3,6 +3,7 @@ package dev.ddb2iceberg.merge;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.commit.CommitProtocol;
 import dev.ddb2iceberg.commit.ExportProgress;
+import dev.ddb2iceberg.commit.FanOutMark;
 import dev.ddb2iceberg.commit.LoadMark;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.history.ChangeHistory;
@@ -189,8 +190,8 @@ public final class Merger {
     }
 
     /**
-     * Why this run must not merge, or null: a parallel export load is in progress (its commit must
-     * find the table as its plan saw it), or merges wait for the initial load
+     * Why this run must not merge, or null: a parallel export load or a fanned-out merge is in progress
+     * (its commit must find the table as its plan saw it), or merges wait for the initial load
      * ({@link MergeOptions#waitForInitialLoad}) and no export load has finished yet. The stager keeps
      * staging meanwhile; nothing is lost, the changes wait.
      */
@@ -199,6 +200,11 @@ public final class Merger {
         if (mark != null) {
             return "parallel load " + mark.loadId() + " of export " + mark.exportId() + " is in progress since "
                     + mark.started() + "; merges resume once it commits (staged changes wait, nothing is lost)";
+        }
+        FanOutMark fanOut = table == null ? null : FanOutMark.read(table);
+        if (fanOut != null) {
+            return "fanned-out merge " + fanOut.mergeId() + " is in progress since " + fanOut.started()
+                    + "; merges resume once it commits (staged changes wait, nothing is lost)";
         }
         if (options.waitForInitialLoad()
                 && (table == null

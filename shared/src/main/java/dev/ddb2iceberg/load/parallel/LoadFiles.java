@@ -1,21 +1,12 @@
 package dev.ddb2iceberg.load.parallel;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.table.DerivedFiles;
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.ObjectInputStream;
-import java.io.ObjectOutputStream;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
+import dev.ddb2iceberg.table.StepFiles;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.io.FileInfo;
 import org.apache.iceberg.io.SupportsBulkOperations;
 import org.apache.iceberg.io.SupportsPrefixOperations;
@@ -30,7 +21,6 @@ import org.slf4j.LoggerFactory;
  */
 final class LoadFiles {
     private static final Logger LOG = LoggerFactory.getLogger(LoadFiles.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private LoadFiles() {}
 
@@ -44,7 +34,7 @@ final class LoadFiles {
     }
 
     static ParallelExportLoad.Plan readPlan(Table table, String loadId) {
-        return readJson(
+        return StepFiles.readJson(
                 table,
                 folder(table, loadId) + "plan.json",
                 ParallelExportLoad.Plan.class,
@@ -100,57 +90,5 @@ final class LoadFiles {
                     e.toString());
         }
         return doomed.size();
-    }
-
-    static void writeJson(Table table, String path, Object value) {
-        try {
-            writeBytes(table, path, JSON.writeValueAsBytes(value));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    static <T> T readJson(Table table, String path, Class<T> type, String ifMissing) {
-        try {
-            return JSON.readValue(readBytes(table, path, ifMissing), type);
-        } catch (IOException e) {
-            throw new IllegalStateException(path + " is not readable: " + e.getMessage(), e);
-        }
-    }
-
-    static void writeBytes(Table table, String path, byte[] bytes) {
-        try (OutputStream out = table.io().newOutputFile(path).createOrOverwrite()) {
-            out.write(bytes);
-        } catch (IOException e) {
-            throw new UncheckedIOException("could not write " + path, e);
-        }
-    }
-
-    static byte[] readBytes(Table table, String path, String ifMissing) {
-        try (InputStream in = table.io().newInputFile(path).newStream()) {
-            return in.readAllBytes();
-        } catch (NotFoundException e) {
-            throw new IllegalStateException(ifMissing + " (" + path + " is missing)", e);
-        } catch (IOException e) {
-            throw new UncheckedIOException("could not read " + path, e);
-        }
-    }
-
-    static byte[] serialize(Object o) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-            out.writeObject(o);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return bytes.toByteArray();
-    }
-
-    static Object deserialize(byte[] bytes) {
-        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes))) {
-            return in.readObject();
-        } catch (IOException | ClassNotFoundException e) {
-            throw new IllegalStateException("a worker's record is damaged: " + e.getMessage(), e);
-        }
     }
 }

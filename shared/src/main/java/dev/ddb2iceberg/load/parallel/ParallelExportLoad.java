@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.commit.CommitProtocol;
 import dev.ddb2iceberg.commit.ExportProgress;
+import dev.ddb2iceberg.commit.FanOutMark;
 import dev.ddb2iceberg.commit.LoadMark;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.export.ExportFileReader;
@@ -20,6 +21,7 @@ import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.SchemaEvolution;
+import dev.ddb2iceberg.table.StepFiles;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.util.Futures;
@@ -341,7 +343,7 @@ public final class ParallelExportLoad {
                 groups,
                 split(manifest.files(), workers),
                 Instant.now().toString());
-        LoadFiles.writeJson(table, LoadFiles.folder(table, loadId) + "plan.json", plan);
+        StepFiles.writeJson(table, LoadFiles.folder(table, loadId) + "plan.json", plan);
         mark(table, new LoadMark(loadId, exportId, plan.started(), execution));
         LOG.atInfo()
                 .addKeyValue("loadId", loadId)
@@ -364,6 +366,11 @@ public final class ParallelExportLoad {
                     + " has been in progress since " + mark.started()
                     + ": run one load at a time. If its execution failed or"
                     + " was stopped, abort it first: {\"step\": \"abort\", \"loadId\": \"" + mark.loadId() + "\"}.");
+        }
+        FanOutMark fanOut = FanOutMark.read(table);
+        if (fanOut != null) {
+            throw new IllegalStateException("Fanned-out merge " + fanOut.mergeId() + " has been in progress since "
+                    + fanOut.started() + ": a load waits until it commits or aborts.");
         }
         for (Map.Entry<String, ExportProgress.Load> e :
                 ExportProgress.read(table).entrySet()) {
@@ -499,8 +506,8 @@ public final class ParallelExportLoad {
             List<String> fragments = state.writeFragments(workIndex);
             WorkDone done =
                     new WorkDone(workIndex, attempt, state.items, state.written, state.skipped, state.files, fragments);
-            LoadFiles.writeBytes(
-                    table, LoadFiles.folder(table, loadId) + "done/w" + workIndex + ".bin", LoadFiles.serialize(done));
+            StepFiles.writeBytes(
+                    table, LoadFiles.folder(table, loadId) + "done/w" + workIndex + ".bin", StepFiles.serialize(done));
         } finally {
             pool.shutdownNow();
             ACTIVE_WORKERS.decrementAndGet();
@@ -585,13 +592,13 @@ public final class ParallelExportLoad {
         long bytesToMerge = 0;
         for (int g = 0; g < groups.size(); g++) {
             List<DataFile> files = groups.get(g);
-            LoadFiles.writeBytes(table, folder + "p" + g + ".bin", LoadFiles.serialize(new ArrayList<>(files)));
+            StepFiles.writeBytes(table, folder + "p" + g + ".bin", StepFiles.serialize(new ArrayList<>(files)));
             filesToMerge += files.size();
             bytesToMerge += files.stream().mapToLong(DataFile::fileSizeInBytes).sum();
         }
         Map<Integer, String> attempts = new HashMap<>();
         done.forEach(w -> attempts.put(w.work(), w.attempt()));
-        LoadFiles.writeBytes(table, folder + "plan.bin", LoadFiles.serialize(new GatherPlan(groups.size(), attempts)));
+        StepFiles.writeBytes(table, folder + "plan.bin", StepFiles.serialize(new GatherPlan(groups.size(), attempts)));
         LOG.atInfo()
                 .addKeyValue("loadId", loadId)
                 .addKeyValue("groups", groups.size())
@@ -628,7 +635,7 @@ public final class ParallelExportLoad {
         }
         String folder = LoadFiles.folder(table, loadId) + "gather/";
         @SuppressWarnings("unchecked")
-        List<DataFile> files = (List<DataFile>) LoadFiles.deserialize(LoadFiles.readBytes(
+        List<DataFile> files = (List<DataFile>) StepFiles.deserialize(StepFiles.readBytes(
                 table, folder + "p" + group + ".bin", "gather group " + group + " was not arranged"));
         String attempt = UUID.randomUUID().toString().substring(0, 8);
         String runId = LoadFiles.runIdOf(loadId) + "-gather" + group + "-" + attempt;
@@ -660,7 +667,7 @@ public final class ParallelExportLoad {
         }
         GatherDone done = new GatherDone(
                 group, attempt, files.stream().map(DataFile::location).toList(), merged.files(), fragments, rowsOut);
-        LoadFiles.writeBytes(table, folder + "g" + group + ".bin", LoadFiles.serialize(done));
+        StepFiles.writeBytes(table, folder + "g" + group + ".bin", StepFiles.serialize(done));
         long bytesIn = files.stream().mapToLong(DataFile::fileSizeInBytes).sum();
         long bytesOut =
                 merged.files().stream().mapToLong(DataFile::fileSizeInBytes).sum();
@@ -689,7 +696,7 @@ public final class ParallelExportLoad {
         if (!table.io().newInputFile(path).exists()) {
             return null;
         }
-        return (GatherPlan) LoadFiles.deserialize(LoadFiles.readBytes(table, path, "the gather's plan is missing"));
+        return (GatherPlan) StepFiles.deserialize(StepFiles.readBytes(table, path, "the gather's plan is missing"));
     }
 
     /** Every gather group's record, checked to come from the workers' attempts recorded now. */
@@ -711,7 +718,7 @@ public final class ParallelExportLoad {
                 String path = folder + "g" + g + ".bin";
                 String missing = "gather group " + g + " has not finished";
                 reads.add(pool.submit(
-                        () -> (GatherDone) LoadFiles.deserialize(LoadFiles.readBytes(table, path, missing))));
+                        () -> (GatherDone) StepFiles.deserialize(StepFiles.readBytes(table, path, missing))));
             }
             List<GatherDone> gathered = new ArrayList<>();
             reads.forEach(r -> gathered.add(Futures.join(r, "reading the gather's records")));
@@ -783,7 +790,7 @@ public final class ParallelExportLoad {
         Map<Integer, String> gatherAttempts = new HashMap<>();
         gathered.forEach(g -> gatherAttempts.put(g.group(), g.attempt()));
         GroupDone result = new GroupDone(group, written, entries, bytes, attempts, gatherAttempts);
-        LoadFiles.writeJson(table, LoadFiles.folder(table, loadId) + "index/g" + group + ".json", result);
+        StepFiles.writeJson(table, LoadFiles.folder(table, loadId) + "index/g" + group + ".json", result);
         LOG.info(
                 "Key index group {} of load {}: {} parts, {} entries in {} ms",
                 group,
@@ -867,7 +874,7 @@ public final class ParallelExportLoad {
                 List<IndexManifest.Part> base =
                         new ArrayList<>(Collections.nCopies(plan.indexParts(), KeyIndex.emptyPart()));
                 for (int g = 0; g < plan.indexGroups(); g++) {
-                    GroupDone group = LoadFiles.readJson(
+                    GroupDone group = StepFiles.readJson(
                             table,
                             LoadFiles.folder(table, loadId) + "index/g" + g + ".json",
                             GroupDone.class,
@@ -1016,8 +1023,8 @@ public final class ParallelExportLoad {
             List<Future<WorkDone>> reads = new ArrayList<>();
             for (Work w : plan.work()) {
                 String path = LoadFiles.folder(table, plan.loadId()) + "done/w" + w.work() + ".bin";
-                reads.add(pool.submit(() -> (WorkDone) LoadFiles.deserialize(
-                        LoadFiles.readBytes(table, path, "work item " + w.work() + " has not finished"))));
+                reads.add(pool.submit(() -> (WorkDone) StepFiles.deserialize(
+                        StepFiles.readBytes(table, path, "work item " + w.work() + " has not finished"))));
             }
             List<WorkDone> done = new ArrayList<>();
             reads.forEach(r -> done.add(Futures.join(r, "reading the workers' records")));

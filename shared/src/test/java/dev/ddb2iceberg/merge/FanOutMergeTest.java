@@ -1,0 +1,215 @@
+package dev.ddb2iceberg.merge;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.FanOutMark;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.history.ChangeHistory;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.testkit.Compaction;
+import dev.ddb2iceberg.testkit.MergerFixture;
+import dev.ddb2iceberg.testkit.OrderWorkload;
+import dev.ddb2iceberg.testkit.TableItems;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A staged backlog merged by key-range workers and one commit ({@link FanOutMerge}) against the
+ * embedded S3 server and the SQLite catalog: it must leave what the scheduled merger leaves for the
+ * same staged changes (the table, its change history, a key index later merges trust), hold
+ * scheduled merges while it runs, apply its slice once however its steps are retried, and commit
+ * nothing when it loses its race.
+ */
+@ExtendWith(S3ServerExtension.class)
+class FanOutMergeTest {
+    @TempDir
+    Path dir;
+
+    /** Orders with soft deletes, marked TTL expiries and a change history: every path of a merge. */
+    private static final Map<String, String> SETTINGS =
+            Map.of("HISTORY_TABLE", "orders_history", "DELETES", "soft", "TTL_EXPIRIES", "mark");
+
+    @Test
+    void aFannedOutMergeLeavesWhatScheduledMergesLeaveForTheSameChanges(EmbeddedS3Server server) throws Exception {
+        Files.createDirectories(dir.resolve("single"));
+        Files.createDirectories(dir.resolve("fanned"));
+        MergerFixture single = new MergerFixture(server, dir.resolve("single"), SETTINGS);
+        MergerFixture fanned = new MergerFixture(server, dir.resolve("fanned"), SETTINGS);
+        OrderWorkload workload = new OrderWorkload(7, 400);
+        // A first minute merged by both: the table and its key index exist, as a fan-out needs.
+        stageMinute(workload, 600, single, fanned);
+        single.merger().run();
+        fanned.merger().run();
+        for (int minute = 0; minute < 8; minute++) {
+            stageMinute(workload, 500, single, fanned);
+        }
+
+        while (single.merger().run().backlogObjects() > 0) {
+            // scheduled merges, one after another, until nothing waits
+        }
+        FanOutMerge.Committed committed = fanOut(fanned).runLocally(4);
+
+        assertNotNull(committed.snapshotId(), "the fan-out committed");
+        assertEquals(
+                fanned.model.items().size(), TableItems.read(fanned.table()).size(), "items in the table");
+        fanned.assertTableHoldsModel();
+        single.assertTableHoldsModel();
+        assertEquals(TableItems.read(single.table()), TableItems.read(fanned.table()), "the two tables' items");
+        assertEquals(
+                TableItems.marks(single.table()), TableItems.marks(fanned.table()), "the two tables' removal marks");
+        assertEquals(historyOf(single), historyOf(fanned), "the two change histories");
+        assertTrue(
+                fanned.store().list().isEmpty(),
+                "staged objects left: " + fanned.store().list());
+        assertNull(FanOutMark.read(fanned.table()), "the mark is gone");
+        assertEquals(committed.objects(), Checkpoint.read(fanned.table()).size(), "objects the checkpoint names");
+
+        // The key index the fan-out committed is trusted as it is: the next merge reads no data file.
+        stageMinute(workload, 500, single, fanned);
+        MergeResult next = fanned.merger().run();
+        assertEquals(0, next.filesRead(), "data files the merge after the fan-out read (a rebuilt index reads all)");
+        fanned.assertTableHoldsModel();
+    }
+
+    @Test
+    void scheduledMergesHoldWhileAFanOutRunsAndResumeAfterItsAbort(EmbeddedS3Server server) {
+        MergerFixture f = new MergerFixture(server, dir, Map.of());
+        OrderWorkload workload = new OrderWorkload(11, 200);
+        stageMinute(workload, 300, f);
+        f.merger().run();
+        stageMinute(workload, 300, f);
+        FanOutMerge fanOut = fanOut(f);
+        FanOutMerge.Planned planned = fanOut.plan(2, "execution-1");
+
+        MergeResult held = f.merger().run();
+        assertNotNull(held.heldBecause(), "a scheduled merge during the fan-out is held");
+        assertTrue(held.heldBecause().contains(planned.mergeId()), held.heldBecause());
+        assertEquals(planned, fanOut.plan(2, "execution-1"), "a retried plan step finds its own plan");
+        assertThrows(IllegalStateException.class, () -> fanOut.plan(2, "execution-2"), "a second fan-out at once");
+
+        fanOut.abort(planned.mergeId(), "stopped by the test");
+        assertNull(FanOutMark.read(f.table()), "the mark is gone");
+        MergeResult resumed = f.merger().run();
+        assertNull(resumed.heldBecause(), "merges resume");
+        f.assertTableHoldsModel();
+    }
+
+    @Test
+    void retriedStepsAndARepeatedCommitApplyTheSliceOnce(EmbeddedS3Server server) {
+        MergerFixture f = new MergerFixture(server, dir, Map.of("HISTORY_TABLE", "orders_history"));
+        OrderWorkload workload = new OrderWorkload(13, 300);
+        stageMinute(workload, 400, f);
+        f.merger().run();
+        for (int minute = 0; minute < 3; minute++) {
+            stageMinute(workload, 400, f);
+        }
+        FanOutMerge fanOut = fanOut(f);
+        FanOutMerge.Planned planned = fanOut.plan(3, "execution-1");
+        for (int w = 0; w < planned.works(); w++) {
+            fanOut.shuffle(planned.mergeId(), w);
+            fanOut.shuffle(planned.mergeId(), w); // a retried shuffle writes the same shards again
+        }
+        for (int r = 0; r < planned.ranges(); r++) {
+            fanOut.mergeRange(planned.mergeId(), r);
+        }
+        fanOut.mergeRange(planned.mergeId(), 1); // a retried range: its second record counts
+        FanOutMerge.Committed first = fanOut.commit(planned.mergeId());
+        int snapshots = size(f.table().snapshots());
+        int historyRows = historyOf(f).size();
+
+        assertNotNull(first.snapshotId(), "committed");
+        f.assertTableHoldsModel();
+        assertEquals(f.model.items().size(), TableItems.read(f.table()).size(), "one row per item");
+        assertThrows(
+                IllegalStateException.class,
+                () -> fanOut.commit(planned.mergeId()),
+                "a commit step after the merge finished finds no plan: nothing is applied twice");
+        assertEquals(snapshots, size(f.table().snapshots()), "snapshots after the repeated commit");
+        assertEquals(historyRows, historyOf(f).size(), "history rows after the repeated commit");
+        assertEquals(0, f.merger().run().changesRead(), "nothing left to merge");
+        f.assertTableHoldsModel();
+    }
+
+    @Test
+    void aCommitThatLosesToACompactionCommitsNothingAndTheSliceWaitsForScheduledMerges(EmbeddedS3Server server) {
+        MergerFixture f = new MergerFixture(server, dir, Map.of());
+        OrderWorkload workload = new OrderWorkload(17, 200);
+        stageMinute(workload, 300, f);
+        f.merger().run();
+        stageMinute(workload, 300, f);
+        FanOutMerge fanOut = fanOut(f);
+        FanOutMerge.Planned planned = fanOut.plan(2, "execution-1");
+        for (int w = 0; w < planned.works(); w++) {
+            fanOut.shuffle(planned.mergeId(), w);
+        }
+        for (int r = 0; r < planned.ranges(); r++) {
+            fanOut.mergeRange(planned.mergeId(), r);
+        }
+        long before = f.table().currentSnapshot().snapshotId();
+        Compaction.rewriteAll(f.table()); // rewrites the files the fan-out deletes rows from
+
+        assertThrows(RuntimeException.class, () -> fanOut.commit(planned.mergeId()), "the commit loses its race");
+        fanOut.abort(planned.mergeId(), "the commit lost its race");
+        Table table = f.table();
+        assertTrue(
+                table.currentSnapshot().parentId() == before
+                        && table.currentSnapshot().summary().get("ddb2iceberg.merge-run-id") == null,
+                "nothing of the fan-out was committed");
+        assertEquals(planned.objects(), f.store().list().size(), "the slice stays staged");
+        while (f.merger().run().backlogObjects() > 0) {
+            // scheduled merges take the slice
+        }
+        f.assertTableHoldsModel();
+    }
+
+    private static FanOutMerge fanOut(MergerFixture f) {
+        return new FanOutMerge(
+                f.catalog(), f.settings().table(), f.store(), f.settings().options());
+    }
+
+    /** The next minute of the workload, staged into each fixture (each batch its own staged object). */
+    private static void stageMinute(OrderWorkload workload, int changes, MergerFixture... fixtures) {
+        for (OrderWorkload.ShardChanges shard : workload.minute(changes, 0)) {
+            for (int from = 0; from < shard.changes().size(); from += 100) {
+                List<Change> batch =
+                        shard.changes().subList(from, Math.min(shard.changes().size(), from + 100));
+                for (MergerFixture f : fixtures) {
+                    f.stage(batch);
+                }
+            }
+        }
+    }
+
+    /** The change history's rows, as the changes they record. */
+    private static Set<String> historyOf(MergerFixture f) {
+        Table history =
+                f.catalog().loadTable(TableIdentifier.of(f.settings().table().namespace(), "orders_history"));
+        return ChangeHistory.changes(history).stream()
+                .map(c -> c.sequenceNumber() + " " + c.operation() + " " + c.keys() + " " + c.newImage())
+                .collect(Collectors.toCollection(HashSet::new));
+    }
+
+    private static int size(Iterable<?> items) {
+        int n = 0;
+        for (Object ignored : items) {
+            n++;
+        }
+        return n;
+    }
+}
