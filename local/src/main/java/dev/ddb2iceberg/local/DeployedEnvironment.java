@@ -5,6 +5,7 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.merger.ExportLoadHandler;
+import dev.ddb2iceberg.merger.MergeFanOutHandler;
 import dev.ddb2iceberg.stager.StagerSettings;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -27,6 +28,7 @@ final class DeployedEnvironment {
             "Stager", StagerSettings::from,
             "Merger", MergerSettings::from,
             "ExportLoad", ExportLoadHandler::checkSettings,
+            "MergeFanOut", MergeFanOutHandler::checkSettings,
             "Maintenance", MaintenanceSettings::from,
             "CompactionWorker", MaintenanceSettings::from);
 

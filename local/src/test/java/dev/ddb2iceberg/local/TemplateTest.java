@@ -284,6 +284,34 @@ class TemplateTest {
                 "$.groups");
     }
 
+    @Test
+    void theMergeFanOutStateMachineInvokesOnlyItsFunctionAndItsRoleAllowsExactlyThat() throws Exception {
+        checkStateMachine(
+                "MergeFanOutStateMachine",
+                "MergeFanOut",
+                Set.of("plan", "shuffle", "range", "commit", "abort"),
+                "Shuffle",
+                "$.works");
+        JsonNode states = new ObjectMapper()
+                .readTree(Files.readString(ProjectFiles.root().resolve("statemachine/merge-fan-out.asl.json")))
+                .path("States");
+        assertEquals("$.ranges", states.path("MergeRanges").path("ItemsPath").asText(), "the ranges' map");
+        for (String state : List.of("Shuffle", "MergeRanges", "Commit")) {
+            assertEquals(
+                    "Abort",
+                    states.path(state).path("Catch").path(0).path("Next").asText(),
+                    state + " aborts the fan-out when it fails");
+        }
+        assertEquals(
+                "ScheduledMergesKeepUp",
+                states.path("AnythingToMerge")
+                        .path("Choices")
+                        .path(0)
+                        .path("Next")
+                        .asText(),
+                "a small backlog ends the execution");
+    }
+
     private static void checkStateMachine(
             String id, String function, Set<String> expectedSteps, String mapState, String itemsPath) throws Exception {
         JsonNode machine = ROOT.path("Resources").path(id).path("Properties");

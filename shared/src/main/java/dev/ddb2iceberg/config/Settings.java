@@ -212,6 +212,12 @@ public final class Settings {
             "57",
             "a run's merges (continuous mode's, or a scheduled run's catching up with a backlog) commit by its scheduled time plus this");
 
+    public static final Setting MERGE_FAN_OUT_MIN_BACKLOG_BYTES = fixed(
+            "MERGE_FAN_OUT_MIN_BACKLOG_BYTES",
+            "268435456",
+            "a fanned-out merge (MergeFanOutWorkers) starts only once the staged backlog holds this many compressed"
+                    + " bytes; below it, scheduled merges keep up on their own");
+
     // ------------------------------------------------------------------ export load
     public static final Setting EXPORT_LOAD_CONCURRENCY = param(
             "EXPORT_LOAD_CONCURRENCY",

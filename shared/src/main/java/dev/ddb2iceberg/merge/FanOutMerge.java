@@ -194,6 +194,15 @@ public final class FanOutMerge {
      * step retried with the same {@code execution} finds its own mark and plan.
      */
     public Planned plan(int ranges, String execution) {
+        return plan(ranges, execution, 0);
+    }
+
+    /**
+     * As {@link #plan(int, String)}, but plans nothing (and leaves the table unmarked) while the
+     * staged backlog holds fewer than {@code minBytes} compressed bytes: scheduled merges keep up
+     * with it on their own.
+     */
+    public Planned plan(int ranges, String execution, long minBytes) {
         if (ranges < 1 || ranges > MAX_RANGES) {
             throw new IllegalArgumentException(
                     "A fanned-out merge takes 1 to " + MAX_RANGES + " key ranges (workers), not " + ranges);
@@ -248,9 +257,16 @@ public final class FanOutMerge {
                 slice.add(o);
             }
         }
-        if (slice.isEmpty()) {
-            LOG.info("Nothing staged for table {}: no fanned-out merge", id);
-            return new Planned(null, 0, 0, 0, 0);
+        long backlog = slice.stream().mapToLong(StagedObject::size).sum();
+        if (slice.isEmpty() || backlog < minBytes) {
+            LOG.info(
+                    "{} staged objects ({} bytes) for table {}, under the {} bytes a fanned-out merge takes: scheduled"
+                            + " merges take them",
+                    slice.size(),
+                    backlog,
+                    id,
+                    minBytes);
+            return new Planned(null, 0, 0, slice.size(), backlog);
         }
         List<Integer> starts = new ArrayList<>();
         long bytes = 0;
@@ -593,17 +609,23 @@ public final class FanOutMerge {
     /**
      * Ends a fan-out that will not commit (the state machine's catch, or a lost race): removes the
      * mark if it is this merge's, and deletes the merge's folder and the data files its ranges
-     * wrote. The slice stays staged for scheduled merges. Returns the files deleted.
+     * wrote. The slice stays staged for scheduled merges. Returns the files deleted. A fan-out whose
+     * commit landed (its finish failed) is finished instead: the mark always goes.
      */
     public int abort(String mergeId, String why) {
         Table table = load();
         LOG.warn("Aborting fanned-out merge {}: {}", mergeId, why);
-        if (CommitProtocol.snapshotOf(table, runIdOf(mergeId)) != null) {
-            throw new IllegalStateException("Fanned-out merge " + mergeId + " has committed: it cannot be aborted"
-                    + " (run its commit step again to finish it)");
+        Plan plan = readPlan(table, mergeId);
+        Snapshot committed = CommitProtocol.snapshotOf(table, runIdOf(mergeId));
+        if (committed != null) {
+            // Its commit landed and only the finish failed: finish it (an abort must never leave the mark).
+            finish(
+                    table,
+                    plan,
+                    "had committed in snapshot " + committed.snapshotId() + "; finished instead of aborted");
+            return 0;
         }
         List<String> doomed = new ArrayList<>();
-        Plan plan = readPlan(table, mergeId);
         for (int r = 0; r < plan.ranges(); r++) {
             try {
                 Range done =
