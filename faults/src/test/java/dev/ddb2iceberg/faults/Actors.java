@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.faults;
 
 import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.FanOutMark;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.export.ExportLocation;
@@ -11,6 +12,7 @@ import dev.ddb2iceberg.load.ExportLoader;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.merge.ContinuousMerge;
+import dev.ddb2iceberg.merge.FanOutMerge;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
@@ -29,6 +31,8 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.iceberg.Table;
@@ -259,6 +263,130 @@ final class Actors {
             trail.add(kind + ": failed (" + Trail.firstLine(e) + ")");
         }
         invariants.recordApplied();
+    }
+
+    // ------------------------------------------------------------------ the fanned-out merge
+
+    /**
+     * A fanned-out merge of what is staged, its steps run as the state machine runs them (each
+     * shuffle, range and commit step tried three times, then an abort), with one of its faults: a
+     * range failing once, a crash before the commit, maintenance or a scheduled merge just before
+     * it, an unknown commit outcome, staged objects that cannot be deleted (and the slice fanned out
+     * again), or a commit step repeated after the end. The mark must be gone after it, whatever
+     * happened, and the table must equal its checkpoints.
+     */
+    void fanOutMerge() {
+        if (!catalog.tableExists(id) || !defaults.keyIndex() || store.list().isEmpty()) {
+            return;
+        }
+        FaultPlan.FanOutRun run = plan.fanOut();
+        Catalog fanCatalog = catalog;
+        AtomicBoolean failedOnce = new AtomicBoolean();
+        switch (run.fault()) {
+            case RANGE_FAILS_ONCE ->
+                faults.failFrom(
+                        FaultInjectingBlobStore.Operation.PUT,
+                        1,
+                        k -> k.endsWith("/ranges/r0.bin") && !failedOnce.get());
+            case CRASH_BEFORE_COMMIT ->
+                fanCatalog = beforeCommits(catalog, t -> {
+                    throw new PipelineHarness.InjectedCrash("before the fan-out's commit");
+                });
+            case RACING_MAINTENANCE -> fanCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMaintenance));
+            case RACING_MERGER -> fanCatalog = beforeCommits(catalog, onFirstAttempt(this::racingMerger));
+            case COMMIT_OUTCOME_UNKNOWN -> fanCatalog = new UnknownOutcomeCatalog(catalog, run.committed());
+            case S3_DELETE_STAGED_THEN_AGAIN ->
+                faults.failFrom(
+                        FaultInjectingBlobStore.Operation.DELETE,
+                        1,
+                        k -> k.startsWith(settings.staging().stagingPrefix()));
+            default -> {
+                // no fault, or one after the run (below)
+            }
+        }
+        String kind = "fan-out merge over " + run.ranges() + " ranges"
+                + (run.fault() == FaultPlan.FanOutFault.NONE ? "" : ", " + run.fault());
+        stats.count(
+                run.fault() == FaultPlan.FanOutFault.NONE ? "fan-out merges" : "fan-out merges with " + run.fault());
+        String mergeId =
+                fanOut(new FanOutMerge(fanCatalog, settings.table(), store, defaults), run.ranges(), kind, () -> {
+                    failedOnce.set(true);
+                    faults.clear(); // the retry finds S3 answering again
+                });
+        faults.clear();
+        if (run.fault() == FaultPlan.FanOutFault.S3_DELETE_STAGED_THEN_AGAIN) {
+            fanOut(
+                    new FanOutMerge(catalog, settings.table(), store, defaults),
+                    run.ranges(),
+                    "the same slice fanned out again",
+                    () -> {});
+        }
+        if (run.fault() == FaultPlan.FanOutFault.REPEATED_COMMIT && mergeId != null) {
+            try {
+                new FanOutMerge(catalog, settings.table(), store, defaults).commit(mergeId);
+                throw trail.failure("a repeated commit step of fan-out " + mergeId + " after its end did not refuse");
+            } catch (IllegalStateException refused) {
+                trail.add("the repeated commit step refused: " + Trail.firstLine(refused));
+            }
+        }
+        invariants.recordApplied();
+        if (FanOutMark.read(catalog.loadTable(id)) != null) {
+            throw trail.failure("the fan-out's mark is still on the table after " + kind);
+        }
+        invariants.checkTableMatchesItsCheckpoints("after " + kind);
+    }
+
+    /**
+     * The state machine's run of one fan-out: plan, shuffles and ranges (each tried three times;
+     * {@code onRetry} runs before a retry), the commit (three times, not after a lost race), and on
+     * any failure the abort, through the harness's own catalog. Returns the merge id, or null.
+     */
+    private String fanOut(FanOutMerge merge, int ranges, String kind, Runnable onRetry) {
+        FanOutMerge.Planned planned;
+        try {
+            planned = merge.plan(ranges, "harness-" + UUID.randomUUID());
+        } catch (IllegalStateException refused) {
+            trail.add(kind + ": refused (" + Trail.firstLine(refused) + ")");
+            return null;
+        }
+        if (planned.mergeId() == null) {
+            trail.add(kind + ": nothing to fan out");
+            return null;
+        }
+        String mergeId = planned.mergeId();
+        try {
+            for (int w = 0; w < planned.works(); w++) {
+                int work = w;
+                withRetries(() -> merge.shuffle(mergeId, work), onRetry, false);
+            }
+            for (int r = 0; r < planned.ranges(); r++) {
+                int range = r;
+                withRetries(() -> merge.mergeRange(mergeId, range), onRetry, false);
+            }
+            FanOutMerge.Committed c = withRetries(() -> merge.commit(mergeId), onRetry, true);
+            stats.add("changes merged by fan-outs", c.changes());
+            trail.add(kind + ": " + c.changes() + " changes from " + c.objects() + " objects in snapshot "
+                    + c.snapshotId());
+        } catch (RuntimeException e) {
+            trail.add(kind + ": failed (" + Trail.firstLine(e) + "); aborted");
+            new FanOutMerge(catalog, settings.table(), store, defaults).abort(mergeId, Trail.firstLine(e));
+        }
+        return mergeId;
+    }
+
+    /** A step tried three times, as the state machine's retry; a commit that lost its race is not tried again. */
+    private static <T> T withRetries(Supplier<T> step, Runnable onRetry, boolean commit) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return step.get();
+            } catch (RuntimeException e) {
+                boolean lostRace = commit && e.getClass().getName().startsWith("org.apache.iceberg.exceptions.");
+                if (attempt >= 3 || lostRace || e instanceof PipelineHarness.InjectedCrash) {
+                    throw e;
+                }
+                onRetry.run();
+            }
+        }
     }
 
     // ------------------------------------------------------------------ continuous mode

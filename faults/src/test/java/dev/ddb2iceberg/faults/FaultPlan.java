@@ -22,6 +22,8 @@ import java.util.function.BooleanSupplier;
 final class FaultPlan {
     private final long seed;
     private final Random random;
+    /** The fanned-out merges' own draws, so that adding them left every other draw of a seed as it was. */
+    private final Random fanOutRandom;
     /**
      * About one seed in three starts from a table that held items before its stream began: a
      * DynamoDB export (those items plus the stream's first changes) is loaded chunk by chunk, with
@@ -79,6 +81,7 @@ final class FaultPlan {
                 : "bucket(4, " + source.key(0).keySet().iterator().next() + ")";
         this.formatVersion = random.nextInt(4) == 0 ? "3" : "2";
         this.exportRandom = new Random(seed * 31 + 7);
+        this.fanOutRandom = new Random(seed * 53 + 11);
         this.withExport = exportRandom.nextInt(3) == 0;
         if (withExport != exportLikely) {
             throw new IllegalStateException("the export draw changed: keep the policy draw in step with it");
@@ -139,6 +142,37 @@ final class FaultPlan {
     /** Whether a chunk of the export loads before this step (drawn only while an export waits). */
     boolean loadExportChunkNow(boolean exportLoaded) {
         return withExport && !exportLoaded && exportRandom.nextInt(6) == 0;
+    }
+
+    /** Whether a fanned-out merge runs before this step (it needs a table with a key index, and something staged). */
+    boolean fanOutNow() {
+        return fanOutRandom.nextInt(4) == 0;
+    }
+
+    enum FanOutFault {
+        /** A key range's worker fails (S3 refuses its record) and the state machine retries it. */
+        RANGE_FAILS_ONCE,
+        /** The commit step dies before its commit: the state machine aborts. */
+        CRASH_BEFORE_COMMIT,
+        /** Maintenance compacts and expires just before the fan-out's commit. */
+        RACING_MAINTENANCE,
+        /** A scheduled merge runs just before the fan-out's commit (it must hold). */
+        RACING_MERGER,
+        /** The catalog does not answer the commit, which did or did not land. */
+        COMMIT_OUTCOME_UNKNOWN,
+        /** S3 refuses deleting the applied staged objects, and the slice is then fanned out again. */
+        S3_DELETE_STAGED_THEN_AGAIN,
+        /** The commit step runs again after the fan-out finished. */
+        REPEATED_COMMIT,
+        NONE
+    }
+
+    record FanOutRun(FanOutFault fault, int ranges, boolean committed) {}
+
+    FanOutRun fanOut() {
+        FanOutFault[] faults = FanOutFault.values();
+        return new FanOutRun(
+                faults[fanOutRandom.nextInt(faults.length)], 1 + fanOutRandom.nextInt(4), fanOutRandom.nextBoolean());
     }
 
     Step nextStep() {

@@ -22,7 +22,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
  *
  * <p>This class wires the roles and runs the steps: {@link FaultPlan} (the seed: what happens
  * when), {@link StreamDelivery} (the stream, as Lambda delivers it), {@link Actors} (the stager,
- * merger, maintenance and export loader, and their testing hooks), {@link Invariants} (what is
+ * merger, fanned-out merge, maintenance and export loader, and their testing hooks), {@link Invariants} (what is
  * checked after each step and at the end), {@link SourceExport} (the export an initial load reads)
  * and {@link Trail} (the steps a failure quotes).
  */
@@ -93,6 +93,9 @@ final class PipelineHarness {
         for (int step = 0; step < steps; step++) {
             if (plan.loadExportChunkNow(actors.exportLoaded())) {
                 actors.loadExportChunk(true);
+            }
+            if (plan.fanOutNow()) {
+                actors.fanOutMerge();
             }
             switch (plan.nextStep()) {
                 case CHANGE -> {

@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
  * The local runtime: the whole pipeline on a laptop with only Java, no Docker and no AWS account.
  * {@code demo} runs it end to end, {@code invoke} runs one function on an event file the way
  * {@code sam local invoke} does, {@code up} keeps an S3-compatible server and a catalog running,
- * {@code status} and {@code get} show the table and one item of it, {@code docs} writes the
+ * {@code status} and {@code get} show the table and one item of it, {@code fan-out} merges a
+ * backlog with many workers, {@code docs} writes the
  * reference pages made from the code.
  */
 @Command(
@@ -23,6 +24,7 @@ import picocli.CommandLine.Command;
             StatusCommand.class,
             GetCommand.class,
             LoadExportCommand.class,
+            FanOutCommand.class,
             DocsCommand.class
         })
 public final class Main implements Runnable {

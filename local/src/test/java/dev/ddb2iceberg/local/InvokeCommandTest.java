@@ -134,6 +134,28 @@ class InvokeCommandTest {
     }
 
     @Test
+    void fanOutMergesTheStagedBacklogThroughTheMergeFanOutFunction() {
+        assertEquals(0, invoke("Stager", "stager-batch.json").exit());
+        assertEquals(0, invoke("Merger", "merger-schedule.json").exit()); // the table and its key index
+        assertEquals(0, invoke("Stager", "stager-ttl-removal.json").exit());
+
+        Run small = run("fan-out", "--workers", "2", "-n", envVars.toString());
+        assertEquals(0, small.exit(), small.err());
+        assertTrue(small.out().contains("scheduled merges keep up, nothing fanned out"), small.out());
+
+        Run plan = invoke("MergeFanOut", "merge-fan-out-plan.json");
+        assertEquals(0, plan.exit(), plan.err());
+        assertTrue(plan.out().contains("\"mergeId\":null"), "the sample plan step on a small backlog: " + plan.out());
+
+        Run fanOut = run("fan-out", "--workers", "2", "--any-backlog", "-n", envVars.toString());
+        assertEquals(0, fanOut.exit(), fanOut.err());
+        assertTrue(fanOut.out().contains("2 key ranges"), fanOut.out());
+        assertTrue(fanOut.out().contains("committed snapshot"), fanOut.out());
+        Run status = run("status", "-n", envVars.toString());
+        assertTrue(status.out().contains("waiting      0 staged objects, 0 bytes"), status.out());
+    }
+
+    @Test
     void statusShowsWhatWaitsBeforeTheFirstMergeAndTheTableAfterIt() throws Exception {
         assertEquals(0, invoke("Stager", "stager-batch.json").exit());
         Run before = run("status", "-n", envVars.toString());

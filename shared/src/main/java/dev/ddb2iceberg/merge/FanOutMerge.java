@@ -87,10 +87,16 @@ import org.slf4j.LoggerFactory;
  */
 public final class FanOutMerge {
     private static final Logger LOG = LoggerFactory.getLogger(FanOutMerge.class);
-    /** A shuffle work item reads at most this many compressed bytes of staged objects. */
+    /** A shuffle work item reads at most this many compressed bytes of staged objects (a slice has about as many work items as workers, or more). */
     static final long SHUFFLE_BYTES_PER_WORK = 128L << 20;
     /** Key ranges at most: each writes a file per partition it touches. */
     static final int MAX_RANGES = 1_000;
+    /**
+     * A fan-out takes at most this many compressed bytes of staged objects, oldest first (about 7M
+     * changes of ~600-byte items): its commit step holds an index entry and a row to delete per
+     * change, and must fit its Lambda. A bigger backlog is fanned out again after the commit.
+     */
+    static final long MAX_SLICE_BYTES = 2L << 30;
 
     private final Catalog catalog;
     private final TableIdentifier id;
@@ -98,6 +104,7 @@ public final class FanOutMerge {
     private final StagingStore store;
     private final MergeOptions options;
     private final ChangeHistory history;
+    private long maxSliceBytes = MAX_SLICE_BYTES;
 
     public FanOutMerge(Catalog catalog, TableSettings tableSettings, StagingStore store, MergeOptions options) {
         this.catalog = catalog;
@@ -114,6 +121,7 @@ public final class FanOutMerge {
      * @param objectKeys the slice's staged objects, oldest first
      * @param bytes their compressed size
      * @param works where each shuffle work item starts in {@code objectKeys}, and the end
+     * @param objectsLeft staged objects past the slice's bound, for a fan-out after this one
      * @param stillStaged checkpoint tokens of objects applied earlier that are still staged: the
      *     commit keeps them in the checkpoint and deletes them
      */
@@ -126,6 +134,7 @@ public final class FanOutMerge {
             int ranges,
             List<String> stillStaged,
             long removalsCutoff,
+            int objectsLeft,
             String execution)
             implements Serializable {
         int workCount() {
@@ -170,7 +179,10 @@ public final class FanOutMerge {
     public record Ranged(
             int range, long changes, long itemsWritten, long rowsReplaced, long itemsRemoved, long millis) {}
 
-    /** The commit's summary; {@code snapshotId} is the fan-out's snapshot (also when a retried commit finds it). */
+    /**
+     * The commit's summary; {@code snapshotId} is the fan-out's snapshot (also when a retried commit
+     * finds it); {@code objectsLeft} the staged objects past its slice's bound when it was planned.
+     */
     public record Committed(
             Long snapshotId,
             int objects,
@@ -183,10 +195,17 @@ public final class FanOutMerge {
             int quarantined,
             int dataFiles,
             int deleteFiles,
+            int objectsLeft,
             long millis) {}
 
     public TableIdentifier tableId() {
         return id;
+    }
+
+    /** This fan-out with slices of at most {@code bytes} (tests: a backlog taken in several slices). */
+    FanOutMerge withMaxSliceBytes(long bytes) {
+        this.maxSliceBytes = bytes;
+        return this;
     }
 
     /**
@@ -268,16 +287,28 @@ public final class FanOutMerge {
                     minBytes);
             return new Planned(null, 0, 0, slice.size(), backlog);
         }
-        List<Integer> starts = new ArrayList<>();
-        long bytes = 0;
-        long workBytes = SHUFFLE_BYTES_PER_WORK;
+        int objectsLeft = 0;
+        long taken = 0;
         for (int i = 0; i < slice.size(); i++) {
-            if (workBytes + slice.get(i).size() > SHUFFLE_BYTES_PER_WORK && workBytes > 0) {
+            taken += slice.get(i).size();
+            if (taken > maxSliceBytes && i > 0) {
+                objectsLeft = slice.size() - i;
+                slice = new ArrayList<>(slice.subList(0, i));
+                break;
+            }
+        }
+        // About as many shuffle work items as workers (so every worker shuffles), each at most
+        // SHUFFLE_BYTES_PER_WORK.
+        long bytes = slice.stream().mapToLong(StagedObject::size).sum();
+        long perWork = Math.max(1, Math.min(SHUFFLE_BYTES_PER_WORK, (bytes + ranges - 1) / ranges));
+        List<Integer> starts = new ArrayList<>();
+        long workBytes = perWork;
+        for (int i = 0; i < slice.size(); i++) {
+            if (workBytes + slice.get(i).size() > perWork && workBytes > 0) {
                 starts.add(i);
                 workBytes = 0;
             }
             workBytes += slice.get(i).size();
-            bytes += slice.get(i).size();
         }
         starts.add(slice.size());
         String mergeId = UUID.randomUUID().toString();
@@ -290,6 +321,7 @@ public final class FanOutMerge {
                 ranges,
                 stillStaged,
                 Merger.removalsCutoff(slice, table),
+                objectsLeft,
                 execution);
         StepFiles.writeBytes(table, folder(table, mergeId) + "plan.bin", StepFiles.serialize(plan));
         table.updateProperties()
@@ -406,7 +438,14 @@ public final class FanOutMerge {
                 entryPositions[i] = e.position();
                 entrySequences.add(e.sequence());
             }
-            List<Change> seen = new ArrayList<>(rows.removalsSeen.values());
+            // What the removals file must learn: removals, and upserts of keys it remembers (the rest
+            // would change nothing, and this record and the commit's memory would follow every change).
+            List<Change> seen = new ArrayList<>();
+            rows.removalsSeen.forEach((key, c) -> {
+                if (!c.operation().isUpsert() || removals.remembers(key)) {
+                    seen.add(c);
+                }
+            });
             Range done = new Range(
                     range,
                     written.files(),
@@ -488,6 +527,7 @@ public final class FanOutMerge {
                     ranges.stream().mapToInt(Range::quarantined).sum(),
                     ranges.stream().mapToInt(r -> r.dataFiles().size()).sum(),
                     deleteFileCount,
+                    plan.objectsLeft(),
                     (System.nanoTime() - start) / 1_000_000);
             LOG.atInfo()
                     .addKeyValue("mergeId", mergeId)
@@ -508,6 +548,7 @@ public final class FanOutMerge {
     private record CommitOutcome(long snapshotId, int deleteFiles) {}
 
     private CommitOutcome commitRanges(Table table, Plan plan, List<Range> ranges, String runId, ExecutorService pool) {
+        long tStart = System.nanoTime();
         TableLayout layout = TableLayout.of(table);
         List<String> tokens = plan.objectKeys().stream()
                 .map(k -> Checkpoint.token(StagedObjectName.parse(store.stagingPrefix(), k)))
@@ -521,6 +562,7 @@ public final class FanOutMerge {
             history.append(table, tokens, all, runId, pool);
         }
 
+        long tRemovals = System.nanoTime();
         // The removals file: every change a range saw, by key.
         Map<List<Object>, Change> removalsSeen = new HashMap<>();
         for (Range r : ranges) {
@@ -533,6 +575,7 @@ public final class FanOutMerge {
         String removalsFile = RemovalsFile.read(table, layout)
                 .update(table, removalsSeen, System.currentTimeMillis(), plan.removalsCutoff(), runId);
 
+        long tOpen = System.nanoTime();
         // The planned snapshot's files and its index, opened as a merge opens them.
         IndexLookup lookup = new IndexLookup(pool, cache(), options.keyIndexParts(), options.keyIndexBuildBytes());
         LiveRowLookup.Found found = lookup.find(table, layout, plan.baseSnapshotId(), List.of());
@@ -568,9 +611,12 @@ public final class FanOutMerge {
                         found.liveRowsByFile(),
                         found.files(),
                         StructLikeSet.create(table.spec().partitionType()));
+        long tDeletes = System.nanoTime();
         MergeWriter writer = new MergeWriter(table, runId);
         DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);
+        long tIndex = System.nanoTime();
         LiveRowLookup.Recorded recorded = lookup.recordEntries(table, layout, entries);
+        long tCommit = System.nanoTime();
 
         Map<String, String> properties = Checkpoint.carried(table);
         Set<String> checkpoint = new LinkedHashSet<>(tokens);
@@ -596,13 +642,21 @@ public final class FanOutMerge {
         deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
         long snapshotId =
                 CommitProtocol.commit(table, delta, runId, attemptFiles).snapshotId();
+        long tDone = System.nanoTime();
         LOG.info(
-                "Fanned-out merge {} committed snapshot {}: {} data files, {} delete files, {} rows deleted",
+                "Fanned-out merge {} committed snapshot {}: {} data files, {} delete files, {} rows deleted; ms history {},"
+                        + " removals {}, opening the snapshot {}, writing deletes {}, the index delta {}, committing {}",
                 plan.mergeId(),
                 snapshotId,
                 dataFiles.size(),
                 deletes.deleteFiles().size(),
-                toDelete.size());
+                toDelete.size(),
+                (tRemovals - tStart) / 1_000_000,
+                (tOpen - tRemovals) / 1_000_000,
+                (tDeletes - tOpen) / 1_000_000,
+                (tIndex - tDeletes) / 1_000_000,
+                (tCommit - tIndex) / 1_000_000,
+                (tDone - tCommit) / 1_000_000);
         return new CommitOutcome(snapshotId, deletes.deleteFiles().size());
     }
 
@@ -641,11 +695,14 @@ public final class FanOutMerge {
         return doomed.size();
     }
 
-    /** Runs the steps in this process, {@code ranges} key ranges on as many threads: the local form of the state machine. */
+    /**
+     * Runs the steps of one fan-out (one slice) in this process, {@code ranges} key ranges on as many
+     * threads: the local form of the state machine, which plans again while {@code objectsLeft}.
+     */
     public Committed runLocally(int ranges) {
         Planned planned = plan(ranges, "local-" + UUID.randomUUID());
         if (planned.mergeId() == null) {
-            return new Committed(null, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+            return new Committed(null, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         }
         String mergeId = planned.mergeId();
         ExecutorService workers = Executors.newFixedThreadPool(ranges);

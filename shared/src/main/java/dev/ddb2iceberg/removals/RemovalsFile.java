@@ -165,6 +165,11 @@ public final class RemovalsFile {
         return removal != null && SequenceNumbers.compare(removal.sequenceNumber(), sequence) >= 0;
     }
 
+    /** Whether a removal of {@code key} is on file: only then does an upsert of it change the file. */
+    public boolean remembers(List<Object> key) {
+        return byKey.containsKey(key);
+    }
+
     int size() {
         return byKey.size();
     }

@@ -178,6 +178,34 @@ class FanOutMergeTest {
         f.assertTableHoldsModel();
     }
 
+    @Test
+    void aBacklogPastTheSliceBoundIsTakenOldestFirstInSeveralFanOuts(EmbeddedS3Server server) {
+        MergerFixture f = new MergerFixture(server, dir, Map.of());
+        OrderWorkload workload = new OrderWorkload(19, 200);
+        stageMinute(workload, 300, f);
+        f.merger().run();
+        for (int minute = 0; minute < 3; minute++) {
+            stageMinute(workload, 300, f);
+        }
+        int staged = f.store().list().size();
+        long sliceBytes =
+                f.store().list().stream().limit(3).mapToLong(o -> o.size()).sum();
+
+        FanOutMerge.Committed first = fanOut(f).withMaxSliceBytes(sliceBytes).runLocally(2);
+
+        assertEquals(3, first.objects(), "objects in the first slice");
+        assertEquals(staged - 3, first.objectsLeft(), "objects left for the next fan-out");
+        assertEquals(staged - 3, f.store().list().size(), "still staged");
+        int fanOuts = 1;
+        for (FanOutMerge.Committed c = first; c.objectsLeft() > 0; fanOuts++) {
+            c = fanOut(f).withMaxSliceBytes(sliceBytes).runLocally(2);
+        }
+        assertEquals((staged + 2) / 3, fanOuts, "fan-outs of three objects each");
+        assertTrue(
+                f.store().list().isEmpty(), "staged objects left: " + f.store().list());
+        f.assertTableHoldsModel();
+    }
+
     private static FanOutMerge fanOut(MergerFixture f) {
         return new FanOutMerge(
                 f.catalog(), f.settings().table(), f.store(), f.settings().options());

@@ -36,8 +36,20 @@ public final class InProcessMergeFanOut {
         this.progress = progress;
     }
 
-    /** Plans and, when a big enough backlog waits, shuffles, merges the ranges and commits; returns the last step's output. */
+    /**
+     * Plans and, when a big enough backlog waits, shuffles, merges the ranges and commits, and plans
+     * again while the commit says objects were left past the slice's bound; returns the last
+     * step's output.
+     */
     public JsonNode run(int workers, String execution) {
+        JsonNode last = runOne(workers, execution);
+        while (last.path("objectsLeft").asInt() > 0) {
+            last = runOne(workers, execution);
+        }
+        return last;
+    }
+
+    private JsonNode runOne(int workers, String execution) {
         JsonNode plan = invoke.apply(JSON.createObjectNode()
                 .put("step", "plan")
                 .put("workers", workers)
