@@ -316,7 +316,7 @@ class InvokeCommandTest {
         assertEquals(2, r.exit());
         assertEquals(
                 "Error: no function 'Stagr' in " + ProjectFiles.root().resolve("template.yaml")
-                        + "; its functions are [Stager, Merger, ExportLoad, Maintenance, CompactionWorker]",
+                        + "; its functions are [Stager, Merger, ExportLoad, MergeFanOut, Maintenance, CompactionWorker]",
                 r.err().strip());
     }
 

@@ -37,6 +37,7 @@ public final class FanOutMergeSteps {
     public record Planned(
             String mergeId, int objects, long bytes, int concurrency, List<Integer> works, List<Integer> ranges) {}
 
+    /** An abort's result: {@code aborted} is false when the fan-out had committed and was finished instead. */
     public record Aborted(String mergeId, boolean aborted, int filesDeleted) {}
 
     private final FanOutMerge merge;
@@ -71,9 +72,9 @@ public final class FanOutMergeSteps {
             case "commit" -> merge.commit(mergeId(in));
             case "abort" -> {
                 String mergeId = mergeId(in);
-                int deleted = merge.abort(
+                FanOutMerge.Ended ended = merge.abort(
                         mergeId, in.error() == null ? "" : in.error().toString());
-                yield new Aborted(mergeId, true, deleted);
+                yield new Aborted(mergeId, ended.aborted(), ended.filesDeleted());
             }
             default ->
                 throw new IllegalArgumentException(

@@ -29,6 +29,7 @@ import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.write.MergeWriter;
 import java.io.Serializable;
 import java.math.BigInteger;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -36,6 +37,7 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
@@ -49,6 +51,7 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.SupportsPrefixOperations;
 import org.apache.iceberg.util.StructLikeSet;
@@ -89,6 +92,11 @@ public final class FanOutMerge {
     private static final Logger LOG = LoggerFactory.getLogger(FanOutMerge.class);
     /** A shuffle work item reads at most this many compressed bytes of staged objects (a slice has about as many work items as workers, or more). */
     static final long SHUFFLE_BYTES_PER_WORK = 128L << 20;
+    /**
+     * A mark older than this is a dead execution's: a slice's steps each end within Lambda's 15
+     * minutes, and the state machine retries each at most twice.
+     */
+    static final Duration STALE_MARK = Duration.ofHours(3);
     /** Key ranges at most: each writes a file per partition it touches. */
     static final int MAX_RANGES = 1_000;
     /**
@@ -175,6 +183,9 @@ public final class FanOutMerge {
             int quarantined)
             implements Serializable {}
 
+    /** What an abort did: {@code aborted} is false when the fan-out had committed (it was finished instead). */
+    public record Ended(boolean aborted, int filesDeleted) {}
+
     /** A range step's summary. */
     public record Ranged(
             int range, long changes, long itemsWritten, long rowsReplaced, long itemsRemoved, long millis) {}
@@ -237,6 +248,13 @@ public final class FanOutMerge {
         }
         TableCreator.adopt(table, tableSettings);
         FanOutMark mark = FanOutMark.read(table);
+        if (mark != null && !Objects.equals(mark.execution(), execution) && isStale(mark)) {
+            // Its execution died between marking and ending (a plan step that timed out, an execution
+            // stopped by hand): nothing of it can commit any more, and merges would hold for ever.
+            abort(mark.mergeId(), "its mark is older than " + STALE_MARK + ": its execution is gone");
+            table.refresh();
+            mark = FanOutMark.read(table);
+        }
         if (mark != null) {
             if (execution != null && execution.equals(mark.execution())) {
                 Plan plan = readPlan(table, mark.mergeId());
@@ -329,6 +347,12 @@ public final class FanOutMerge {
                         PipelineProperties.FAN_OUT_MERGE_IN_PROGRESS,
                         new FanOutMark(mergeId, Instant.now().toString(), execution).encode())
                 .commit();
+        table.refresh();
+        FanOutMark ours = FanOutMark.read(table);
+        if (ours == null || !ours.mergeId().equals(mergeId)) {
+            throw new IllegalStateException("Another fanned-out merge marked table " + id + " at the same moment ("
+                    + (ours == null ? "none" : ours.mergeId()) + "): one at a time; this one plans nothing");
+        }
         LOG.atInfo()
                 .addKeyValue("mergeId", mergeId)
                 .addKeyValue("objects", slice.size())
@@ -344,6 +368,10 @@ public final class FanOutMerge {
         long start = System.nanoTime();
         Table table = load();
         Plan plan = readPlan(table, mergeId);
+        if (work >= plan.workCount()) {
+            throw new IllegalArgumentException("Fanned-out merge " + mergeId + " has shuffle work items 0 to "
+                    + (plan.workCount() - 1) + ", not " + work);
+        }
         List<String> keys = plan.objectKeys().subList(plan.works()[work], plan.works()[work + 1]);
         ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
         try {
@@ -402,6 +430,10 @@ public final class FanOutMerge {
         long start = System.nanoTime();
         Table table = load();
         Plan plan = readPlan(table, mergeId);
+        if (range >= plan.ranges()) {
+            throw new IllegalArgumentException(
+                    "Fanned-out merge " + mergeId + " has key ranges 0 to " + (plan.ranges() - 1) + ", not " + range);
+        }
         ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
         try {
             List<Change> changes = rangeChanges(table, plan, range, pool);
@@ -491,8 +523,16 @@ public final class FanOutMerge {
     public Committed commit(String mergeId) {
         long start = System.nanoTime();
         Table table = load();
-        Plan plan = readPlan(table, mergeId);
         String runId = runIdOf(mergeId);
+        Snapshot landed = CommitProtocol.snapshotOf(table, runId);
+        if (landed != null && !StepFiles.exists(table, folder(table, mergeId) + "plan.bin")) {
+            // A commit step repeated after the fan-out finished (its answer was lost): nothing to do.
+            LOG.info("Fanned-out merge {} committed snapshot {} and finished before", mergeId, landed.snapshotId());
+            removeMark(table, mergeId);
+            return new Committed(
+                    landed.snapshotId(), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (System.nanoTime() - start) / 1_000_000);
+        }
+        Plan plan = readPlan(table, mergeId);
         ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
         try {
             List<Range> ranges = new ArrayList<>();
@@ -576,9 +616,13 @@ public final class FanOutMerge {
                 .update(table, removalsSeen, System.currentTimeMillis(), plan.removalsCutoff(), runId);
 
         long tOpen = System.nanoTime();
-        // The planned snapshot's files and its index, opened as a merge opens them.
+        // The table's files and index as they are now, opened as a merge opens them: a compaction
+        // since the plan that left the slice's rows alone is followed (its moves are in the index
+        // this commit extends); one that rewrote a file the slice deletes from ends the commit below.
         IndexLookup lookup = new IndexLookup(pool, cache(), options.keyIndexParts(), options.keyIndexBuildBytes());
-        LiveRowLookup.Found found = lookup.find(table, layout, plan.baseSnapshotId(), List.of());
+        table.refresh();
+        LiveRowLookup.Found found =
+                lookup.find(table, layout, table.currentSnapshot().snapshotId(), List.of());
         Map<String, FileScanTask> tasks = new HashMap<>();
         found.files().forEach(t -> tasks.put(t.file().location(), t));
         List<LiveRow> toDelete = new ArrayList<>();
@@ -589,9 +633,10 @@ public final class FanOutMerge {
             for (int i = 0; i < r.deleteFiles().size(); i++) {
                 FileScanTask task = tasks.get(r.deleteFiles().get(i));
                 if (task == null) {
-                    throw new IllegalStateException("range " + r.range() + " deletes from "
-                            + r.deleteFiles().get(i) + ", which the planned snapshot " + plan.baseSnapshotId()
-                            + " does not hold");
+                    // A lost race, as Iceberg's own validation would report it: nothing to retry.
+                    throw new ValidationException(
+                            "Range %s deletes rows of %s, which a commit since the planned snapshot %s rewrote",
+                            r.range(), r.deleteFiles().get(i), plan.baseSnapshotId());
                 }
                 toDelete.add(new LiveRow(task, r.deletePositions()[i], ""));
             }
@@ -666,18 +711,23 @@ public final class FanOutMerge {
      * wrote. The slice stays staged for scheduled merges. Returns the files deleted. A fan-out whose
      * commit landed (its finish failed) is finished instead: the mark always goes.
      */
-    public int abort(String mergeId, String why) {
+    public Ended abort(String mergeId, String why) {
         Table table = load();
         LOG.warn("Aborting fanned-out merge {}: {}", mergeId, why);
-        Plan plan = readPlan(table, mergeId);
         Snapshot committed = CommitProtocol.snapshotOf(table, runIdOf(mergeId));
+        if (!StepFiles.exists(table, folder(table, mergeId) + "plan.bin")) {
+            // Finished (committed or aborted) before: only the mark may be left to remove.
+            removeMark(table, mergeId);
+            return new Ended(committed == null, 0);
+        }
+        Plan plan = readPlan(table, mergeId);
         if (committed != null) {
             // Its commit landed and only the finish failed: finish it (an abort must never leave the mark).
             finish(
                     table,
                     plan,
                     "had committed in snapshot " + committed.snapshotId() + "; finished instead of aborted");
-            return 0;
+            return new Ended(false, 0);
         }
         List<String> doomed = new ArrayList<>();
         for (int r = 0; r < plan.ranges(); r++) {
@@ -692,7 +742,7 @@ public final class FanOutMerge {
         removeMark(table, mergeId);
         doomed.forEach(table.io()::deleteFile);
         deleteFolder(table, mergeId);
-        return doomed.size();
+        return new Ended(true, doomed.size());
     }
 
     /**
@@ -781,6 +831,14 @@ public final class FanOutMerge {
         }
         deleteFolder(table, plan.mergeId());
         LOG.info("Fanned-out merge {} {}; scheduled merges resume", plan.mergeId(), how);
+    }
+
+    private static boolean isStale(FanOutMark mark) {
+        try {
+            return Instant.parse(mark.started()).isBefore(Instant.now().minus(STALE_MARK));
+        } catch (java.time.format.DateTimeParseException e) {
+            return false;
+        }
     }
 
     private static void removeMark(Table table, String mergeId) {

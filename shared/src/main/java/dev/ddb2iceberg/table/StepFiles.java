@@ -58,6 +58,11 @@ public final class StepFiles {
         }
     }
 
+    /** Whether the file is there. */
+    public static boolean exists(Table table, String path) {
+        return table.io().newInputFile(path).exists();
+    }
+
     public static byte[] serialize(Object o) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {

@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.merge;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,6 +19,8 @@ import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -111,6 +114,33 @@ class FanOutMergeTest {
     }
 
     @Test
+    void aMarkLeftByADeadExecutionIsAbortedByTheNextPlanAfterThreeHours(EmbeddedS3Server server) {
+        MergerFixture f = new MergerFixture(server, dir, Map.of());
+        OrderWorkload workload = new OrderWorkload(23, 200);
+        stageMinute(workload, 300, f);
+        f.merger().run();
+        stageMinute(workload, 300, f);
+        FanOutMerge.Planned dead = fanOut(f).plan(2, "execution-that-died");
+        assertThrows(IllegalStateException.class, () -> fanOut(f).plan(2, "execution-2"), "refused while fresh");
+        f.table()
+                .updateProperties()
+                .set(
+                        "ddb2iceberg.fan-out-merge",
+                        new FanOutMark(
+                                        dead.mergeId(),
+                                        Instant.now().minus(Duration.ofHours(4)).toString(),
+                                        "execution-that-died")
+                                .encode())
+                .commit();
+
+        FanOutMerge.Planned next = fanOut(f).plan(2, "execution-3");
+
+        assertNotNull(next.mergeId(), "the next plan goes ahead");
+        assertNotEquals(dead.mergeId(), next.mergeId(), "a new fan-out");
+        assertEquals(next.mergeId(), FanOutMark.read(f.table()).mergeId(), "the table carries the new mark");
+    }
+
+    @Test
     void retriedStepsAndARepeatedCommitApplyTheSliceOnce(EmbeddedS3Server server) {
         MergerFixture f = new MergerFixture(server, dir, Map.of("HISTORY_TABLE", "orders_history"));
         OrderWorkload workload = new OrderWorkload(13, 300);
@@ -136,11 +166,10 @@ class FanOutMergeTest {
         assertNotNull(first.snapshotId(), "committed");
         f.assertTableHoldsModel();
         assertEquals(f.model.items().size(), TableItems.read(f.table()).size(), "one row per item");
-        assertThrows(
-                IllegalStateException.class,
-                () -> fanOut.commit(planned.mergeId()),
-                "a commit step after the merge finished finds no plan: nothing is applied twice");
+        FanOutMerge.Committed again = fanOut.commit(planned.mergeId()); // its answer was lost, say
+        assertEquals(first.snapshotId(), again.snapshotId(), "a repeated commit step finds the fan-out's commit");
         assertEquals(snapshots, size(f.table().snapshots()), "snapshots after the repeated commit");
+        assertEquals(false, fanOut.abort(planned.mergeId(), "a late abort").aborted(), "an abort after the commit");
         assertEquals(historyRows, historyOf(f).size(), "history rows after the repeated commit");
         assertEquals(0, f.merger().run().changesRead(), "nothing left to merge");
         f.assertTableHoldsModel();
