@@ -23,6 +23,7 @@ import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
@@ -99,19 +100,26 @@ public final class ChangeApplier {
 
         // 4. Each touched file is dropped (all its live rows go), folded with the partition's other
         // small files into the merge's new file, or given deletes; see SmallFileRewrite.
+        // Each new row's partition, computed once: for the files to fold here, and for the writer.
+        List<StructLike> rowPartitions = MergeWriter.partitionsOf(table, plan.rows, pool);
+        StructLikeSet writtenPartitions = StructLikeSet.create(table.spec().partitionType());
+        writtenPartitions.addAll(rowPartitions);
         SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
-                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), partitionsOf(table, plan.rows, pool));
+                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), writtenPartitions);
         List<Record> moved = SmallFileRewrite.liveRowsBut(table, files.folded(), pool);
 
         // 5. Write the rows (new and moved), the deletes, and what the lookup records of them.
         long tWrite = System.nanoTime();
         MergeWriter writer = new MergeWriter(table, runId);
         List<Record> toWrite = plan.rows;
+        List<StructLike> partitions = rowPartitions;
         if (!moved.isEmpty()) {
             toWrite = new ArrayList<>(plan.rows);
             toWrite.addAll(moved);
+            partitions = new ArrayList<>(rowPartitions);
+            partitions.addAll(MergeWriter.partitionsOf(table, moved, pool));
         }
-        MergeWriter.Written written = writer.writeRows(toWrite, layout.keyOrder(), pool);
+        MergeWriter.Written written = writer.writeRows(toWrite, partitions, layout.keyOrder(), pool);
         long tDeletes = System.nanoTime();
         DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);
         LiveRowLookup.Recorded recorded = lookup.record(table, layout, written.rows(), plan.removedKeys);
@@ -207,13 +215,6 @@ public final class ChangeApplier {
         files.dropped().forEach(delta::removeRows);
         files.droppedDeletes().forEach(delta::removeDeletes);
         return delta;
-    }
-
-    /** The partitions (of the current spec) that {@code rows} go to. */
-    private static StructLikeSet partitionsOf(Table table, List<Record> rows, ExecutorService pool) {
-        StructLikeSet partitions = StructLikeSet.create(table.spec().partitionType());
-        partitions.addAll(MergeWriter.partitionsOf(table, rows, pool));
-        return partitions;
     }
 
     void quarantineChange(Change c, String reason) {

@@ -93,10 +93,11 @@ public final class FanOutMerge {
     /** A shuffle work item reads at most this many compressed bytes of staged objects (a slice has about as many work items as workers, or more). */
     static final long SHUFFLE_BYTES_PER_WORK = 128L << 20;
     /**
-     * A mark older than this is a dead execution's: a slice's steps each end within Lambda's 15
-     * minutes, and the state machine retries each at most twice.
+     * A mark older than this is a dead execution's: a slice's three stages (shuffle, ranges, commit)
+     * each end within Lambda's 15 minutes, tried at most three times, so a live slice is under 2.5
+     * hours old.
      */
-    static final Duration STALE_MARK = Duration.ofHours(3);
+    static final Duration STALE_MARK = Duration.ofHours(6);
     /** Key ranges at most: each writes a file per partition it touches. */
     static final int MAX_RANGES = 1_000;
     /**
@@ -251,7 +252,7 @@ public final class FanOutMerge {
         if (mark != null && !Objects.equals(mark.execution(), execution) && isStale(mark)) {
             // Its execution died between marking and ending (a plan step that timed out, an execution
             // stopped by hand): nothing of it can commit any more, and merges would hold for ever.
-            abort(mark.mergeId(), "its mark is older than " + STALE_MARK + ": its execution is gone");
+            abortStale(mark.mergeId());
             table.refresh();
             mark = FanOutMark.read(table);
         }
@@ -685,6 +686,15 @@ public final class FanOutMerge {
                 table, table.snapshot(plan.baseSnapshotId()), files, dataFiles, deletes, properties);
         List<String> attemptFiles = new ArrayList<>(recorded.files());
         deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
+        // An abort since the plan (a stale mark's, by another execution) ended this fan-out: commit nothing.
+        table.refresh();
+        FanOutMark mark = FanOutMark.read(table);
+        if (mark == null || !mark.mergeId().equals(plan.mergeId())) {
+            attemptFiles.forEach(table.io()::deleteFile);
+            throw new IllegalStateException("Fanned-out merge " + plan.mergeId()
+                    + " was aborted while it ran (the table's mark is gone): nothing of it committed, the slice"
+                    + " stays staged for scheduled merges");
+        }
         long snapshotId =
                 CommitProtocol.commit(table, delta, runId, attemptFiles).snapshotId();
         long tDone = System.nanoTime();
@@ -712,6 +722,19 @@ public final class FanOutMerge {
      * commit landed (its finish failed) is finished instead: the mark always goes.
      */
     public Ended abort(String mergeId, String why) {
+        return abort(mergeId, why, true);
+    }
+
+    /**
+     * Ends the fan-out a dead execution left (see {@link #STALE_MARK}), keeping its ranges' data
+     * files: if its commit were still running after all, it must not commit files that are gone.
+     * Orphan cleanup deletes them once old enough.
+     */
+    private void abortStale(String mergeId) {
+        abort(mergeId, "its mark is older than " + STALE_MARK + ": its execution is gone", false);
+    }
+
+    private Ended abort(String mergeId, String why, boolean deleteFiles) {
         Table table = load();
         LOG.warn("Aborting fanned-out merge {}: {}", mergeId, why);
         Snapshot committed = CommitProtocol.snapshotOf(table, runIdOf(mergeId));
@@ -740,6 +763,9 @@ public final class FanOutMerge {
             }
         }
         removeMark(table, mergeId);
+        if (!deleteFiles) {
+            return new Ended(true, 0);
+        }
         doomed.forEach(table.io()::deleteFile);
         deleteFolder(table, mergeId);
         return new Ended(true, doomed.size());

@@ -68,11 +68,16 @@ public final class MergeWriter {
      * the merge's heaviest CPU work, and partitions are independent), each sorted by key.
      */
     public Written writeRows(List<Record> rows, Comparator<Record> keyOrder, ExecutorService pool) {
+        return writeRows(rows, rows.isEmpty() ? List.of() : partitionsOf(table, rows, pool), keyOrder, pool);
+    }
+
+    /** As {@link #writeRows(List, Comparator, ExecutorService)}, with each row's partition already known ({@link #partitionsOf}). */
+    public Written writeRows(
+            List<Record> rows, List<StructLike> partitions, Comparator<Record> keyOrder, ExecutorService pool) {
         if (rows.isEmpty()) {
             return new Written(List.of(), List.of());
         }
         PartitionSpec spec = table.spec();
-        List<StructLike> partitions = partitionsOf(table, rows, pool);
         StructLikeMap<List<Record>> byPartition = StructLikeMap.create(spec.partitionType());
         for (int i = 0; i < rows.size(); i++) {
             byPartition

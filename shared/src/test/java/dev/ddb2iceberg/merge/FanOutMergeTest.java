@@ -114,7 +114,7 @@ class FanOutMergeTest {
     }
 
     @Test
-    void aMarkLeftByADeadExecutionIsAbortedByTheNextPlanAfterThreeHours(EmbeddedS3Server server) {
+    void aMarkLeftByADeadExecutionIsAbortedByTheNextPlanAfterSixHours(EmbeddedS3Server server) {
         MergerFixture f = new MergerFixture(server, dir, Map.of());
         OrderWorkload workload = new OrderWorkload(23, 200);
         stageMinute(workload, 300, f);
@@ -128,7 +128,7 @@ class FanOutMergeTest {
                         "ddb2iceberg.fan-out-merge",
                         new FanOutMark(
                                         dead.mergeId(),
-                                        Instant.now().minus(Duration.ofHours(4)).toString(),
+                                        Instant.now().minus(Duration.ofHours(7)).toString(),
                                         "execution-that-died")
                                 .encode())
                 .commit();

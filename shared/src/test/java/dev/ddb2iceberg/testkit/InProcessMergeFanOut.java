@@ -84,12 +84,15 @@ public final class InProcessMergeFanOut {
             return committed;
         } catch (RuntimeException e) {
             try {
-                invoke.apply(JSON.createObjectNode()
+                JsonNode ended = invoke.apply(JSON.createObjectNode()
                         .put("step", "abort")
                         .put("mergeId", mergeId)
                         .put("error", String.valueOf(e.getMessage())));
                 progress.accept(
-                        "fan-out " + mergeId + " aborted: nothing of it committed; scheduled merges take the backlog");
+                        ended.path("aborted").asBoolean()
+                                ? "fan-out " + mergeId
+                                        + " aborted: nothing of it committed; scheduled merges take the backlog"
+                                : "fan-out " + mergeId + " had committed: finished instead of aborted");
             } catch (RuntimeException abortFailed) {
                 e.addSuppressed(abortFailed);
             }
