@@ -12,7 +12,14 @@ import dev.ddb2iceberg.commit.FanOutMark;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.history.ChangeHistory;
+import dev.ddb2iceberg.index.IndexCache;
+import dev.ddb2iceberg.lookup.IndexLookup;
+import dev.ddb2iceberg.lookup.LiveRowLookup;
+import dev.ddb2iceberg.lookup.ScanLookup;
 import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.Operation;
+import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.Compaction;
 import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.OrderWorkload;
@@ -21,10 +28,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.stream.Collectors;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -43,6 +54,9 @@ import org.junit.jupiter.api.io.TempDir;
 class FanOutMergeTest {
     @TempDir
     Path dir;
+
+    /** The item keys of every change staged: held, removed, or both in turn. */
+    private final Set<Map<String, DdbValue>> touched = new HashSet<>();
 
     /** Orders with soft deletes, marked TTL expiries and a change history: every path of a merge. */
     private static final Map<String, String> SETTINGS =
@@ -83,6 +97,7 @@ class FanOutMergeTest {
         assertNull(FanOutMark.read(fanned.table()), "the mark is gone");
         assertEquals(committed.objects(), Checkpoint.read(fanned.table()).size(), "objects the checkpoint names");
 
+        assertIndexFindsTheRowsAScanFinds(fanned, touched);
         // The key index the fan-out committed is trusted as it is: the next merge reads no data file.
         stageMinute(workload, 500, single, fanned);
         MergeResult next = fanned.merger().run();
@@ -235,13 +250,43 @@ class FanOutMergeTest {
         f.assertTableHoldsModel();
     }
 
+    /** Every key the workload touched, held or removed: the index must point each to the row a scan of the key columns finds. */
+    private static void assertIndexFindsTheRowsAScanFinds(MergerFixture f, Set<Map<String, DdbValue>> itemKeys) {
+        Table table = f.table();
+        TableLayout layout = TableLayout.of(table);
+        List<List<Object>> keys = itemKeys.stream()
+                .map(k -> layout.keyOf(new Change(k, Operation.REMOVE, null, "1", 0, false)))
+                .toList();
+        long snapshot = table.currentSnapshot().snapshotId();
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            Map<List<Object>, Set<String>> scan = rows(new ScanLookup(pool).find(table, layout, snapshot, keys));
+            LiveRowLookup.Found found =
+                    IndexLookup.readOnly(pool, new IndexCache(0)).find(table, layout, snapshot, keys);
+            assertEquals(scan, rows(found), "each key's live row, by the key index and by a scan of the key columns");
+            assertEquals(0, found.filesRead(), "data files the index lookup read");
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
+        Map<List<Object>, Set<String>> out = new HashMap<>();
+        found.rows().forEach((key, live) -> {
+            Set<String> s = new TreeSet<>();
+            live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
+            out.put(key, s);
+        });
+        return out;
+    }
+
     private static FanOutMerge fanOut(MergerFixture f) {
         return new FanOutMerge(
                 f.catalog(), f.settings().table(), f.store(), f.settings().options());
     }
 
     /** The next minute of the workload, staged into each fixture (each batch its own staged object). */
-    private static void stageMinute(OrderWorkload workload, int changes, MergerFixture... fixtures) {
+    private void stageMinute(OrderWorkload workload, int changes, MergerFixture... fixtures) {
         for (OrderWorkload.ShardChanges shard : workload.minute(changes, 0)) {
             for (int from = 0; from < shard.changes().size(); from += 100) {
                 List<Change> batch =
