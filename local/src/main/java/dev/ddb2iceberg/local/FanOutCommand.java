@@ -1,12 +1,8 @@
 package dev.ddb2iceberg.local;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.testkit.InProcessMergeFanOut;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -27,8 +23,6 @@ import picocli.CommandLine.Option;
         description =
                 "Merge the staged backlog with N workers and one commit, as the merge fan-out state machine does.")
 final class FanOutCommand implements Callable<Integer> {
-    private static final ObjectMapper JSON = new ObjectMapper();
-
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -63,22 +57,7 @@ final class FanOutCommand implements Callable<Integer> {
             Object handler = LocalInvoker.newHandler(function.handler(), env);
             try {
                 JsonNode last = new InProcessMergeFanOut(
-                                step -> {
-                                    try {
-                                        return JSON.readTree(LocalInvoker.invoke(
-                                                handler,
-                                                JSON.writeValueAsBytes(step),
-                                                new LocalContext("MergeFanOut", 4096, 900)));
-                                    } catch (IOException e) {
-                                        throw new UncheckedIOException(e);
-                                    }
-                                },
-                                line -> {
-                                    synchronized (out) {
-                                        out.println(line);
-                                        out.flush();
-                                    }
-                                })
+                                LocalInvoker.steps(handler, "MergeFanOut", 4096), LocalInvoker.lines(out))
                         .run(workers, "local-" + UUID.randomUUID());
                 return last.path("snapshotId").isNumber()
                                 || last.path("mergeId").isNull()

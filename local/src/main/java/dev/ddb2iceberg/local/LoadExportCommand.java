@@ -7,7 +7,6 @@ import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -144,22 +143,7 @@ final class LoadExportCommand implements Callable<Integer> {
             JsonNode result;
             try {
                 result = new InProcessExportLoad(
-                                step -> {
-                                    try {
-                                        return JSON.readTree(LocalInvoker.invoke(
-                                                handler,
-                                                JSON.writeValueAsBytes(step),
-                                                new LocalContext("ExportLoad", 4096, 900)));
-                                    } catch (IOException e) {
-                                        throw new UncheckedIOException(e);
-                                    }
-                                },
-                                line -> {
-                                    synchronized (out) {
-                                        out.println(line);
-                                        out.flush();
-                                    }
-                                })
+                                LocalInvoker.steps(handler, "ExportLoad", 4096), LocalInvoker.lines(out))
                         .run(input, parallel);
             } finally {
                 LocalInvoker.close(handler);

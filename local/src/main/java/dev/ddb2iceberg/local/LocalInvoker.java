@@ -6,15 +6,23 @@ import com.amazonaws.services.lambda.runtime.RequestStreamHandler;
 import com.amazonaws.services.lambda.runtime.serialization.PojoSerializer;
 import com.amazonaws.services.lambda.runtime.serialization.events.LambdaEventSerializers;
 import com.amazonaws.services.lambda.runtime.serialization.factories.JacksonFactory;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.LocalContext;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
 import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,6 +37,7 @@ import org.slf4j.LoggerFactory;
  */
 final class LocalInvoker {
     private static final Logger LOG = LoggerFactory.getLogger(LocalInvoker.class);
+    private static final ObjectMapper STEP_JSON = new ObjectMapper();
 
     private LocalInvoker() {}
 
@@ -120,6 +129,31 @@ final class LocalInvoker {
         return t instanceof Class<?> c
                 ? c
                 : t instanceof ParameterizedType p ? (Class<?>) p.getRawType() : Object.class;
+    }
+
+    /**
+     * A state machine's task, as Step Functions invokes the function: one step's input as JSON in,
+     * its result out; what the handler throws is rethrown.
+     */
+    static Function<ObjectNode, JsonNode> steps(Object handler, String function, int memoryMb) {
+        return step -> {
+            try {
+                return STEP_JSON.readTree(
+                        invoke(handler, STEP_JSON.writeValueAsBytes(step), new LocalContext(function, memoryMb, 900)));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        };
+    }
+
+    /** Progress lines to {@code out}, one whole line at a time (steps run on several threads). */
+    static Consumer<String> lines(PrintWriter out) {
+        return line -> {
+            synchronized (out) {
+                out.println(line);
+                out.flush();
+            }
+        };
     }
 
     static String rootMessage(Throwable e) {

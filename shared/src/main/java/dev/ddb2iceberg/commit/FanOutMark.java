@@ -1,7 +1,5 @@
 package dev.ddb2iceberg.commit;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.IOException;
 import org.apache.iceberg.Table;
 
 /**
@@ -16,30 +14,14 @@ import org.apache.iceberg.Table;
  *     retried plan step finds its own mark
  */
 public record FanOutMark(String mergeId, String started, String execution) {
-    private static final ObjectMapper JSON = new ObjectMapper();
-
-    /** The table's mark, or null when no fanned-out merge is in progress. */
+    /** The table's mark, or null when none is set. */
     public static FanOutMark read(Table table) {
-        String value = table.properties().get(PipelineProperties.FAN_OUT_MERGE_IN_PROGRESS);
-        if (value == null) {
-            return null;
-        }
-        try {
-            return JSON.readValue(value, FanOutMark.class);
-        } catch (IOException e) {
-            throw new IllegalStateException(
-                    "The table's " + PipelineProperties.FAN_OUT_MERGE_IN_PROGRESS + " property is not readable: "
-                            + value + ". Remove it (ALTER TABLE … UNSET TBLPROPERTIES) once no fanned-out merge runs.",
-                    e);
-        }
+        return MarkProperty.read(
+                table, PipelineProperties.FAN_OUT_MERGE_IN_PROGRESS, FanOutMark.class, "fanned-out merge");
     }
 
     /** The mark as the property's value. */
     public String encode() {
-        try {
-            return JSON.writeValueAsString(this);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
+        return MarkProperty.encode(this);
     }
 }

@@ -1,7 +1,5 @@
 package dev.ddb2iceberg.commit;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.IOException;
 import org.apache.iceberg.Table;
 
 /**
@@ -13,32 +11,13 @@ import org.apache.iceberg.Table;
  *     plan step finds it
  */
 public record LoadMark(String loadId, String exportId, String started, String execution) {
-    private static final ObjectMapper JSON = new ObjectMapper();
-
-    /** The table's mark, or null when no parallel load is in progress. */
+    /** The table's mark, or null when none is set. */
     public static LoadMark read(Table table) {
-        String value = table.properties().get(PipelineProperties.PARALLEL_LOAD_IN_PROGRESS);
-        if (value == null) {
-            return null;
-        }
-        try {
-            return JSON.readValue(value, LoadMark.class);
-        } catch (IOException e) {
-            throw new IllegalStateException(
-                    "The table's " + PipelineProperties.PARALLEL_LOAD_IN_PROGRESS
-                            + " property is not readable: " + value
-                            + ". Remove it (ALTER TABLE … UNSET TBLPROPERTIES) once no load"
-                            + " runs.",
-                    e);
-        }
+        return MarkProperty.read(table, PipelineProperties.PARALLEL_LOAD_IN_PROGRESS, LoadMark.class, "load");
     }
 
     /** The mark as the property's value. */
     public String encode() {
-        try {
-            return JSON.writeValueAsString(this);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
+        return MarkProperty.encode(this);
     }
 }

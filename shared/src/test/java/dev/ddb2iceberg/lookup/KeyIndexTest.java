@@ -34,6 +34,7 @@ import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LiveRows;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
 import dev.ddb2iceberg.testkit.TableAssertions;
@@ -52,7 +53,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Random;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.iceberg.DataFile;
@@ -145,13 +145,7 @@ class KeyIndexTest {
 
     /** Each key's rows as "file@position#sequence", sorted, for comparing two answers. */
     private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
-        Map<List<Object>, Set<String>> out = new HashMap<>();
-        found.rows().forEach((key, live) -> {
-            Set<String> s = new TreeSet<>();
-            live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
-            out.put(key, s);
-        });
-        return out;
+        return LiveRows.described(found);
     }
 
     /** Asks both lookups for the keys 0..keySpace-1 (held, removed, never held) and compares. */

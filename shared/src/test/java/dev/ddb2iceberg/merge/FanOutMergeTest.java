@@ -21,6 +21,7 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.Compaction;
+import dev.ddb2iceberg.testkit.LiveRows;
 import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.TableItems;
@@ -28,12 +29,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Collectors;
@@ -107,11 +106,7 @@ class FanOutMergeTest {
 
     @Test
     void scheduledMergesHoldWhileAFanOutRunsAndResumeAfterItsAbort(EmbeddedS3Server server) {
-        MergerFixture f = new MergerFixture(server, dir, Map.of());
-        OrderWorkload workload = new OrderWorkload(11, 200);
-        stageMinute(workload, 300, f);
-        f.merger().run();
-        stageMinute(workload, 300, f);
+        MergerFixture f = withBacklog(server, Map.of(), 11, 200, 300, 1);
         FanOutMerge fanOut = fanOut(f);
         FanOutMerge.Planned planned = fanOut.plan(2, "execution-1");
 
@@ -130,11 +125,7 @@ class FanOutMergeTest {
 
     @Test
     void aMarkLeftByADeadExecutionIsAbortedByTheNextPlanAfterSixHours(EmbeddedS3Server server) {
-        MergerFixture f = new MergerFixture(server, dir, Map.of());
-        OrderWorkload workload = new OrderWorkload(23, 200);
-        stageMinute(workload, 300, f);
-        f.merger().run();
-        stageMinute(workload, 300, f);
+        MergerFixture f = withBacklog(server, Map.of(), 23, 200, 300, 1);
         FanOutMerge.Planned dead = fanOut(f).plan(2, "execution-that-died");
         assertThrows(IllegalStateException.class, () -> fanOut(f).plan(2, "execution-2"), "refused while fresh");
         f.table()
@@ -157,13 +148,7 @@ class FanOutMergeTest {
 
     @Test
     void retriedStepsAndARepeatedCommitApplyTheSliceOnce(EmbeddedS3Server server) {
-        MergerFixture f = new MergerFixture(server, dir, Map.of("HISTORY_TABLE", "orders_history"));
-        OrderWorkload workload = new OrderWorkload(13, 300);
-        stageMinute(workload, 400, f);
-        f.merger().run();
-        for (int minute = 0; minute < 3; minute++) {
-            stageMinute(workload, 400, f);
-        }
+        MergerFixture f = withBacklog(server, Map.of("HISTORY_TABLE", "orders_history"), 13, 300, 400, 3);
         FanOutMerge fanOut = fanOut(f);
         FanOutMerge.Planned planned = fanOut.plan(3, "execution-1");
         for (int w = 0; w < planned.works(); w++) {
@@ -192,11 +177,7 @@ class FanOutMergeTest {
 
     @Test
     void aCommitThatLosesToACompactionCommitsNothingAndTheSliceWaitsForScheduledMerges(EmbeddedS3Server server) {
-        MergerFixture f = new MergerFixture(server, dir, Map.of());
-        OrderWorkload workload = new OrderWorkload(17, 200);
-        stageMinute(workload, 300, f);
-        f.merger().run();
-        stageMinute(workload, 300, f);
+        MergerFixture f = withBacklog(server, Map.of(), 17, 200, 300, 1);
         FanOutMerge fanOut = fanOut(f);
         FanOutMerge.Planned planned = fanOut.plan(2, "execution-1");
         for (int w = 0; w < planned.works(); w++) {
@@ -224,13 +205,7 @@ class FanOutMergeTest {
 
     @Test
     void aBacklogPastTheSliceBoundIsTakenOldestFirstInSeveralFanOuts(EmbeddedS3Server server) {
-        MergerFixture f = new MergerFixture(server, dir, Map.of());
-        OrderWorkload workload = new OrderWorkload(19, 200);
-        stageMinute(workload, 300, f);
-        f.merger().run();
-        for (int minute = 0; minute < 3; minute++) {
-            stageMinute(workload, 300, f);
-        }
+        MergerFixture f = withBacklog(server, Map.of(), 19, 200, 300, 3);
         int staged = f.store().list().size();
         long sliceBytes =
                 f.store().list().stream().limit(3).mapToLong(o -> o.size()).sum();
@@ -271,18 +246,28 @@ class FanOutMergeTest {
     }
 
     private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
-        Map<List<Object>, Set<String>> out = new HashMap<>();
-        found.rows().forEach((key, live) -> {
-            Set<String> s = new TreeSet<>();
-            live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
-            out.put(key, s);
-        });
-        return out;
+        return LiveRows.described(found);
     }
 
     private static FanOutMerge fanOut(MergerFixture f) {
         return new FanOutMerge(
                 f.catalog(), f.settings().table(), f.store(), f.settings().options());
+    }
+
+    /**
+     * A table with its key index (one merge of a first minute of orders), then a backlog of
+     * {@code minutes} more minutes of {@code changes} changes each, staged.
+     */
+    private MergerFixture withBacklog(
+            EmbeddedS3Server server, Map<String, String> settings, long seed, int items, int changes, int minutes) {
+        MergerFixture f = new MergerFixture(server, dir, settings);
+        OrderWorkload workload = new OrderWorkload(seed, items);
+        stageMinute(workload, changes, f);
+        f.merger().run();
+        for (int minute = 0; minute < minutes; minute++) {
+            stageMinute(workload, changes, f);
+        }
+        return f;
     }
 
     /** The next minute of the workload, staged into each fixture (each batch its own staged object). */

@@ -14,14 +14,11 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore.Operation;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.testkit.HandlerCalls;
 import dev.ddb2iceberg.testkit.InProcessMergeFanOut;
 import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.TableItems;
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -157,14 +154,6 @@ class MergeFanOutHandlerTest {
 
     /** Calls the handler as Lambda would: JSON in, JSON out; an exception it throws is rethrown. */
     private static Function<ObjectNode, JsonNode> invoker(MergeFanOutHandler handler) {
-        return input -> {
-            try {
-                ByteArrayOutputStream out = new ByteArrayOutputStream();
-                handler.handleRequest(new ByteArrayInputStream(JSON.writeValueAsBytes(input)), out, null);
-                return JSON.readTree(out.toByteArray());
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        };
+        return HandlerCalls.json(handler);
     }
 }

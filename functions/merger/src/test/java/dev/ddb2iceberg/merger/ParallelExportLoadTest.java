@@ -32,14 +32,13 @@ import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.DynamoDbExportFiles;
 import dev.ddb2iceberg.testkit.ExpectedTable;
+import dev.ddb2iceberg.testkit.HandlerCalls;
 import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
 import dev.ddb2iceberg.testkit.TableAssertions;
 import dev.ddb2iceberg.testkit.TableItems;
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -134,15 +133,7 @@ class ParallelExportLoadTest {
 
     /** Calls the handler as Lambda would: JSON in, JSON out; an exception it throws is rethrown. */
     private static Function<ObjectNode, JsonNode> invoker(ExportLoadHandler handler) {
-        return input -> {
-            try {
-                ByteArrayOutputStream out = new ByteArrayOutputStream();
-                handler.handleRequest(new ByteArrayInputStream(JSON.writeValueAsBytes(input)), out, null);
-                return JSON.readTree(out.toByteArray());
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        };
+        return HandlerCalls.json(handler);
     }
 
     private static ObjectNode input(String location) {
