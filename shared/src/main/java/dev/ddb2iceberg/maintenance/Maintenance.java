@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.maintenance;
 
 import dev.ddb2iceberg.commit.CommitProtocol;
+import dev.ddb2iceberg.commit.FanOutMark;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -61,8 +62,23 @@ public final class Maintenance {
      * A compaction fan-out's plan: the file groups worth rewriting now, each as its files'
      * locations, most benefit per byte first (none for a table in an S3 table bucket).
      */
+    /**
+     * Whether a fanned-out merge runs on the table: its commit deletes rows from most data files, so
+     * a compaction now would make it abort after all its work. Compaction waits for the next run.
+     */
+    private boolean fanOutInProgress() {
+        FanOutMark mark = FanOutMark.read(table);
+        if (mark != null) {
+            LOG.info(
+                    "Fanned-out merge {} is in progress since {}: no compaction this run",
+                    mark.mergeId(),
+                    mark.started());
+        }
+        return mark != null;
+    }
+
     public List<List<String>> compactionGroups() {
-        if (managedStorage) {
+        if (managedStorage || fanOutInProgress()) {
             return List.of();
         }
         List<List<String>> groups = new ArrayList<>();
@@ -132,6 +148,10 @@ public final class Maintenance {
         int expired = 0;
         List<String> orphans = List.of();
         table.refresh();
+        if (tasks.contains(MaintenanceTask.COMPACT) && fanOutInProgress()) {
+            tasks = EnumSet.copyOf(tasks);
+            tasks.remove(MaintenanceTask.COMPACT);
+        }
         // A task that loses a race with another commit gives up for this run; the next run does it.
         if (tasks.contains(MaintenanceTask.COMPACT)) {
             compaction = CommitProtocol.unlessRaced(

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ddb2iceberg.commit.CommitProtocol;
+import dev.ddb2iceberg.commit.FanOutMark;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
@@ -136,6 +137,14 @@ public final class ChangeApplier {
         List<String> attemptFiles = new ArrayList<>(recorded.files());
         written.files().forEach(f -> attemptFiles.add(f.location()));
         deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
+        // A fan-out that marked the table while this merge planned takes the same staged objects: its
+        // commit must find the table as its plan saw it, so this one steps back (Merger: held).
+        table.refresh();
+        FanOutMark fanOut = FanOutMark.read(table);
+        if (fanOut != null) {
+            attemptFiles.forEach(table.io()::deleteFile);
+            throw new HeldByFanOut(fanOut);
+        }
         long snapshotId =
                 CommitProtocol.commit(table, delta, runId, attemptFiles).snapshotId();
         long tDone = System.nanoTime();
@@ -215,6 +224,14 @@ public final class ChangeApplier {
         files.dropped().forEach(delta::removeRows);
         files.droppedDeletes().forEach(delta::removeDeletes);
         return delta;
+    }
+
+    /** Thrown just before a commit when a fanned-out merge has marked the table since the plan. */
+    static final class HeldByFanOut extends RuntimeException {
+        HeldByFanOut(FanOutMark mark) {
+            super("fanned-out merge " + mark.mergeId() + " is in progress since " + mark.started()
+                    + "; merges resume once it commits or aborts (staged changes wait, nothing is lost)");
+        }
     }
 
     void quarantineChange(Change c, String reason) {

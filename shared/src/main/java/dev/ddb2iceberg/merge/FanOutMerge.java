@@ -43,6 +43,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.FileScanTask;
@@ -106,6 +107,10 @@ public final class FanOutMerge {
      * change, and must fit its Lambda. A bigger backlog is fanned out again after the commit.
      */
     static final long MAX_SLICE_BYTES = 2L << 30;
+    /** With a change history the commit also holds the slice's changes to append: about 1M of them. */
+    static final long MAX_SLICE_BYTES_WITH_HISTORY = 256L << 20;
+    /** Objects a slice takes at most: each is a token in the checkpoint of every snapshot until the next merge. */
+    static final int MAX_SLICE_OBJECTS = 10_000;
 
     private final Catalog catalog;
     private final TableIdentifier id;
@@ -238,17 +243,8 @@ public final class FanOutMerge {
             throw new IllegalArgumentException(
                     "A fanned-out merge takes 1 to " + MAX_RANGES + " key ranges (workers), not " + ranges);
         }
-        if (!options.keyIndex()) {
-            throw new IllegalStateException(
-                    "A fanned-out merge finds rows through the key index, and KEY_INDEX is off: merge with the scheduled merger");
-        }
         Table table = TableCreator.loadIfExists(catalog, id);
-        if (table == null || table.currentSnapshot() == null) {
-            throw new IllegalStateException("Table " + id + " has no snapshot yet: a fanned-out merge adds to a table"
-                    + " a scheduled merge or an export load made (let one merge run first)");
-        }
-        TableCreator.adopt(table, tableSettings);
-        FanOutMark mark = FanOutMark.read(table);
+        FanOutMark mark = table == null ? null : FanOutMark.read(table);
         if (mark != null && !Objects.equals(mark.execution(), execution) && isStale(mark)) {
             // Its execution died between marking and ending (a plan step that timed out, an execution
             // stopped by hand): nothing of it can commit any more, and merges would hold for ever.
@@ -256,9 +252,24 @@ public final class FanOutMerge {
             table.refresh();
             mark = FanOutMark.read(table);
         }
+        if (!options.keyIndex()) {
+            throw new IllegalStateException(
+                    "A fanned-out merge finds rows through the key index, and KEY_INDEX is off: merge with the scheduled merger");
+        }
+        if (table == null || table.currentSnapshot() == null) {
+            throw new IllegalStateException("Table " + id + " has no snapshot yet: a fanned-out merge adds to a table"
+                    + " a scheduled merge or an export load made (let one merge run first)");
+        }
+        TableCreator.adopt(table, tableSettings);
+        String mergeId;
         if (mark != null) {
-            if (execution != null && execution.equals(mark.execution())) {
-                Plan plan = readPlan(table, mark.mergeId());
+            if (execution == null || !execution.equals(mark.execution())) {
+                throw new IllegalStateException("Fanned-out merge " + mark.mergeId() + " of table " + id
+                        + " is in progress since " + mark.started() + ": one at a time (its execution "
+                        + mark.execution() + " commits or aborts it)");
+            }
+            if (StepFiles.exists(table, folder(table, mark.mergeId()) + "plan.bin")) {
+                Plan plan = readPlan(table, mark.mergeId()); // a retried plan step finds its own plan
                 return new Planned(
                         plan.mergeId(),
                         plan.workCount(),
@@ -266,15 +277,51 @@ public final class FanOutMerge {
                         plan.objectKeys().size(),
                         plan.bytes());
             }
-            throw new IllegalStateException("Fanned-out merge " + mark.mergeId() + " of table " + id
-                    + " is in progress since " + mark.started() + ": one at a time (its execution " + mark.execution()
-                    + " commits or aborts it)");
+            mergeId = mark.mergeId(); // it marked the table and failed before writing its plan
+        } else {
+            LoadMark load = LoadMark.read(table);
+            if (load != null) {
+                throw new IllegalStateException("Parallel load " + load.loadId() + " of table " + id
+                        + " is in progress: a fanned-out merge waits until it commits");
+            }
+            List<StagedObject> backlog = pending(table);
+            long backlogBytes = backlog.stream().mapToLong(StagedObject::size).sum();
+            if (backlog.isEmpty() || backlogBytes < minBytes) {
+                LOG.info(
+                        "{} staged objects ({} bytes) for table {}, under the {} bytes a fanned-out merge takes:"
+                                + " scheduled merges take them",
+                        backlog.size(),
+                        backlogBytes,
+                        id,
+                        minBytes);
+                return new Planned(null, 0, 0, backlog.size(), backlogBytes);
+            }
+            // Mark first, then take the base snapshot and the slice: a merge that planned before the
+            // mark steps back at its commit (ChangeApplier), so nothing lands between the two.
+            mergeId = UUID.randomUUID().toString();
+            table.updateProperties()
+                    .set(
+                            PipelineProperties.FAN_OUT_MERGE_IN_PROGRESS,
+                            new FanOutMark(mergeId, Instant.now().toString(), execution).encode())
+                    .commit();
+            table.refresh();
+            FanOutMark ours = FanOutMark.read(table);
+            if (ours == null || !ours.mergeId().equals(mergeId)) {
+                throw new IllegalStateException("Another fanned-out merge marked table " + id + " at the same moment ("
+                        + (ours == null ? "none" : ours.mergeId()) + "): one at a time; this one plans nothing");
+            }
         }
-        LoadMark load = LoadMark.read(table);
-        if (load != null) {
-            throw new IllegalStateException("Parallel load " + load.loadId() + " of table " + id
-                    + " is in progress: a fanned-out merge waits until it commits");
+        try {
+            return planSlice(table, mergeId, ranges, execution);
+        } catch (RuntimeException e) {
+            removeMark(table, mergeId); // nothing of it exists yet but the mark
+            throw e;
         }
+    }
+
+    /** The slice of a marked table: its base snapshot, the staged objects to take, the work items; kept as plan.bin. */
+    private Planned planSlice(Table table, String mergeId, int ranges, String execution) {
+        table.refresh();
         Snapshot base = table.currentSnapshot();
         KeyIndex.Resolved index = KeyIndex.resolve(table, base);
         if (index.manifest() == null || index.steps().stream().anyMatch(s -> s.moves() == null)) {
@@ -283,10 +330,9 @@ public final class FanOutMerge {
                     + (index.manifest() == null ? index.why() : "another writer rewrote data files since")
                     + "): let a scheduled merge run first, which brings the index up to date");
         }
-
         Set<String> checkpoint = Checkpoint.read(table);
-        List<StagedObject> slice = new ArrayList<>();
         List<String> stillStaged = new ArrayList<>();
+        List<StagedObject> slice = new ArrayList<>();
         for (StagedObject o : store.list()) {
             String token = Checkpoint.token(o.name());
             if (checkpoint.contains(token)) {
@@ -295,22 +341,14 @@ public final class FanOutMerge {
                 slice.add(o);
             }
         }
-        long backlog = slice.stream().mapToLong(StagedObject::size).sum();
-        if (slice.isEmpty() || backlog < minBytes) {
-            LOG.info(
-                    "{} staged objects ({} bytes) for table {}, under the {} bytes a fanned-out merge takes: scheduled"
-                            + " merges take them",
-                    slice.size(),
-                    backlog,
-                    id,
-                    minBytes);
-            return new Planned(null, 0, 0, slice.size(), backlog);
-        }
+        // Oldest first, within the slice's bounds: bytes (the commit's memory; less with a change
+        // history, whose append the commit holds in full) and objects (each a checkpoint token).
+        long maxBytes = history == null ? maxSliceBytes : Math.min(maxSliceBytes, MAX_SLICE_BYTES_WITH_HISTORY);
         int objectsLeft = 0;
         long taken = 0;
         for (int i = 0; i < slice.size(); i++) {
             taken += slice.get(i).size();
-            if (taken > maxSliceBytes && i > 0) {
+            if (i > 0 && (taken > maxBytes || i >= MAX_SLICE_OBJECTS)) {
                 objectsLeft = slice.size() - i;
                 slice = new ArrayList<>(slice.subList(0, i));
                 break;
@@ -330,7 +368,6 @@ public final class FanOutMerge {
             workBytes += slice.get(i).size();
         }
         starts.add(slice.size());
-        String mergeId = UUID.randomUUID().toString();
         Plan plan = new Plan(
                 mergeId,
                 base.snapshotId(),
@@ -343,17 +380,6 @@ public final class FanOutMerge {
                 objectsLeft,
                 execution);
         StepFiles.writeBytes(table, folder(table, mergeId) + "plan.bin", StepFiles.serialize(plan));
-        table.updateProperties()
-                .set(
-                        PipelineProperties.FAN_OUT_MERGE_IN_PROGRESS,
-                        new FanOutMark(mergeId, Instant.now().toString(), execution).encode())
-                .commit();
-        table.refresh();
-        FanOutMark ours = FanOutMark.read(table);
-        if (ours == null || !ours.mergeId().equals(mergeId)) {
-            throw new IllegalStateException("Another fanned-out merge marked table " + id + " at the same moment ("
-                    + (ours == null ? "none" : ours.mergeId()) + "): one at a time; this one plans nothing");
-        }
         LOG.atInfo()
                 .addKeyValue("mergeId", mergeId)
                 .addKeyValue("objects", slice.size())
@@ -362,6 +388,14 @@ public final class FanOutMerge {
                 .addKeyValue("ranges", ranges)
                 .log("Planned a fanned-out merge; scheduled merges hold until it commits");
         return new Planned(mergeId, plan.workCount(), ranges, slice.size(), bytes);
+    }
+
+    /** The staged objects the table's checkpoint does not name, oldest first. */
+    private List<StagedObject> pending(Table table) {
+        Set<String> checkpoint = Checkpoint.read(table);
+        return store.list().stream()
+                .filter(o -> !checkpoint.contains(Checkpoint.token(o.name())))
+                .toList();
     }
 
     /** Shuffle work item {@code work}: its staged objects' changes, split into the plan's key ranges. */
@@ -730,7 +764,7 @@ public final class FanOutMerge {
      * files: if its commit were still running after all, it must not commit files that are gone.
      * Orphan cleanup deletes them once old enough.
      */
-    private void abortStale(String mergeId) {
+    void abortStale(String mergeId) {
         abort(mergeId, "its mark is older than " + STALE_MARK + ": its execution is gone", false);
     }
 
@@ -797,12 +831,17 @@ public final class FanOutMerge {
             merged.forEach(f -> Futures.join(f, "a key range step"));
             return commit(mergeId);
         } catch (RuntimeException e) {
+            // As the state machine's catch: once no worker runs any more (an abort deletes their
+            // files), end it; an abort finishes a fan-out whose commit landed.
+            workers.shutdownNow();
             try {
-                if (CommitProtocol.snapshotOf(load(), runIdOf(mergeId)) == null) {
-                    abort(mergeId, e.toString());
-                }
+                workers.awaitTermination(15, TimeUnit.MINUTES);
+                abort(mergeId, e.toString());
             } catch (RuntimeException abortFailed) {
                 e.addSuppressed(abortFailed);
+            } catch (InterruptedException interrupted) {
+                Thread.currentThread().interrupt();
+                e.addSuppressed(interrupted);
             }
             throw e;
         } finally {
@@ -859,7 +898,7 @@ public final class FanOutMerge {
         LOG.info("Fanned-out merge {} {}; scheduled merges resume", plan.mergeId(), how);
     }
 
-    private static boolean isStale(FanOutMark mark) {
+    static boolean isStale(FanOutMark mark) {
         try {
             return Instant.parse(mark.started()).isBefore(Instant.now().minus(STALE_MARK));
         } catch (java.time.format.DateTimeParseException e) {

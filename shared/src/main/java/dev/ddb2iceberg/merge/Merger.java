@@ -101,32 +101,7 @@ public final class Merger {
 
         String held = heldBecause(table);
         if (held != null) {
-            LOG.atInfo().addKeyValue("backlogObjects", listed.size()).log("Merge run held: {}", held);
-            Instant now = Instant.now();
-            return new MergeResult(
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    null,
-                    0,
-                    0,
-                    0,
-                    listed.size(),
-                    listed.stream().mapToLong(StagedObject::size).sum(),
-                    listed.stream()
-                            .map(StagedObject::lastModified)
-                            .min(Instant::compareTo)
-                            .map(t -> Math.max(0, Duration.between(t, now).toSeconds()))
-                            .orElse(0L),
-                    0,
-                    (System.nanoTime() - start) / 1_000_000,
-                    held);
+            return held(listed, held, start);
         }
 
         // 1. Objects an earlier run applied but could not delete: delete now, never apply again.
@@ -167,14 +142,24 @@ public final class Merger {
                     pool);
         }
         Table planned = table;
-        CommitProtocol.Outcome<Attempt> committed = new CommitProtocol(
-                        "merging into " + id,
-                        options.maxCommitAttempts(),
-                        "The staged changes are kept and will be merged by a later run.")
-                .run(
-                        table,
-                        n -> attempt(
-                                planned, slice, stillStaged, runId + "-" + n, removalsCutoff(pending, planned), pool));
+        CommitProtocol.Outcome<Attempt> committed;
+        try {
+            committed = new CommitProtocol(
+                            "merging into " + id,
+                            options.maxCommitAttempts(),
+                            "The staged changes are kept and will be merged by a later run.")
+                    .run(
+                            table,
+                            n -> attempt(
+                                    planned,
+                                    slice,
+                                    stillStaged,
+                                    runId + "-" + n,
+                                    removalsCutoff(pending, planned),
+                                    pool));
+        } catch (ChangeApplier.HeldByFanOut fanOut) {
+            return held(listed, fanOut.getMessage(), start); // nothing committed: the fan-out takes the slice
+        }
         Attempt outcome = committed.value();
         int attempts = committed.attempts();
 
@@ -187,6 +172,36 @@ public final class Merger {
                     notDeleted.size());
         }
         return result(start, slice, outcome, attempts, alreadyApplied.size() + outcome.appliedByOthers, pending);
+    }
+
+    /** The summary of a run that merged nothing on purpose, saying why; the backlog as listed. */
+    private static MergeResult held(List<StagedObject> listed, String why, long start) {
+        LOG.atInfo().addKeyValue("backlogObjects", listed.size()).log("Merge run held: {}", why);
+        Instant now = Instant.now();
+        return new MergeResult(
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                null,
+                0,
+                0,
+                0,
+                listed.size(),
+                listed.stream().mapToLong(StagedObject::size).sum(),
+                listed.stream()
+                        .map(StagedObject::lastModified)
+                        .min(Instant::compareTo)
+                        .map(t -> Math.max(0, Duration.between(t, now).toSeconds()))
+                        .orElse(0L),
+                0,
+                (System.nanoTime() - start) / 1_000_000,
+                why);
     }
 
     /**
@@ -202,6 +217,13 @@ public final class Merger {
                     + mark.started() + "; merges resume once it commits (staged changes wait, nothing is lost)";
         }
         FanOutMark fanOut = table == null ? null : FanOutMark.read(table);
+        if (fanOut != null && FanOutMerge.isStale(fanOut)) {
+            // Its execution is gone (stopped by hand, its abort failed): nothing of it can commit, and
+            // no scheduled fan-out may come to clear it. Merges must not hold for ever.
+            new FanOutMerge(catalog, tableSettings, store, options).abortStale(fanOut.mergeId());
+            table.refresh();
+            fanOut = FanOutMark.read(table);
+        }
         if (fanOut != null) {
             return "fanned-out merge " + fanOut.mergeId() + " is in progress since " + fanOut.started()
                     + "; merges resume once it commits (staged changes wait, nothing is lost)";

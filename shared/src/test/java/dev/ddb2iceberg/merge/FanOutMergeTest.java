@@ -16,10 +16,15 @@ import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.lookup.IndexLookup;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.lookup.ScanLookup;
+import dev.ddb2iceberg.maintenance.Maintenance;
+import dev.ddb2iceberg.maintenance.MaintenanceOptions;
+import dev.ddb2iceberg.maintenance.MaintenanceResult;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.Compaction;
 import dev.ddb2iceberg.testkit.LiveRows;
 import dev.ddb2iceberg.testkit.MergerFixture;
@@ -27,8 +32,10 @@ import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +44,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Collectors;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -123,6 +131,67 @@ class FanOutMergeTest {
         f.assertTableHoldsModel();
     }
 
+    /**
+     * A scheduled merge that planned before a fan-out marked the table steps back at its commit
+     * (here the fan-out marks it while the merge appends to the change history): the merge is held,
+     * nothing of it is committed, and the fan-out's commit then finds the table as its plan saw it.
+     */
+    @Test
+    void aMergeThatPlannedBeforeTheFanOutsMarkDoesNotCommitAfterIt(EmbeddedS3Server server) {
+        MergerFixture f = withBacklog(server, Map.of("HISTORY_TABLE", "orders_history"), 29, 200, 300, 2);
+        long before = f.table().currentSnapshot().snapshotId();
+        FanOutMerge.Planned[] planned = new FanOutMerge.Planned[1];
+        Catalog racing = CommitHookCatalog.beforeEachSnapshot(
+                f.catalog(), TableIdentifier.of(f.settings().table().namespace(), "orders_history"), history -> {
+                    if (planned[0] == null) {
+                        planned[0] = fanOut(f).plan(2, "execution-1");
+                    }
+                });
+
+        MergeResult merge =
+                new Merger(racing, f.settings().table(), f.store(), f.settings().options()).run();
+
+        assertNotNull(planned[0], "the fan-out planned while the merge ran");
+        assertNotNull(merge.heldBecause(), "the merge is held: " + merge);
+        assertTrue(merge.heldBecause().contains(planned[0].mergeId()), merge.heldBecause());
+        assertEquals(before, f.table().currentSnapshot().snapshotId(), "the merge committed nothing to the table");
+        FanOutMerge fanOut = fanOut(f);
+        for (int w = 0; w < planned[0].works(); w++) {
+            fanOut.shuffle(planned[0].mergeId(), w);
+        }
+        for (int r = 0; r < planned[0].ranges(); r++) {
+            fanOut.mergeRange(planned[0].mergeId(), r);
+        }
+        assertNotNull(fanOut.commit(planned[0].mergeId()).snapshotId(), "the fan-out commits");
+        f.assertTableHoldsModel();
+        assertTrue(
+                f.store().list().isEmpty(), "staged objects left: " + f.store().list());
+    }
+
+    @Test
+    void maintenanceLeavesCompactionWhileAFanOutRuns(EmbeddedS3Server server) {
+        // Merges that fold nothing leave a small file a partition each: work for compaction.
+        MergerFixture f = withBacklog(server, Map.of("REWRITE_FILES_BELOW_BYTES", "0"), 31, 200, 300, 1);
+        for (int merge = 0; merge < 6; merge++) {
+            stageMinute(new OrderWorkload(100 + merge, 200), 100, f);
+            f.merger().run();
+        }
+        stageMinute(new OrderWorkload(41, 200), 300, f);
+        FanOutMerge.Planned planned = fanOut(f).plan(2, "execution-1");
+        Maintenance maintenance =
+                new Maintenance(f.table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/", Clock.systemUTC());
+
+        assertTrue(maintenance.compactionGroups().isEmpty(), "groups the compaction fan-out would get");
+        MaintenanceResult during = maintenance.run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        assertEquals(0, during.compaction().groups(), "groups compacted while the fan-out runs");
+
+        fanOut(f).abort(planned.mergeId(), "the test is done with it");
+        MaintenanceResult after = new Maintenance(
+                        f.table(), MaintenanceOptions.DEFAULTS, "s3://unused/staging/", Clock.systemUTC())
+                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        assertTrue(after.compaction().groups() > 0, "groups compacted once it ended: " + after);
+    }
+
     @Test
     void aMarkLeftByADeadExecutionIsAbortedByTheNextPlanAfterSixHours(EmbeddedS3Server server) {
         MergerFixture f = withBacklog(server, Map.of(), 23, 200, 300, 1);
@@ -144,6 +213,28 @@ class FanOutMergeTest {
         assertNotNull(next.mergeId(), "the next plan goes ahead");
         assertNotEquals(dead.mergeId(), next.mergeId(), "a new fan-out");
         assertEquals(next.mergeId(), FanOutMark.read(f.table()).mergeId(), "the table carries the new mark");
+    }
+
+    @Test
+    void aScheduledMergeEndsAFanOutLeftForSixHoursAndMerges(EmbeddedS3Server server) {
+        MergerFixture f = withBacklog(server, Map.of(), 37, 200, 300, 1);
+        FanOutMerge.Planned dead = fanOut(f).plan(2, "execution-that-died");
+        f.table()
+                .updateProperties()
+                .set(
+                        "ddb2iceberg.fan-out-merge",
+                        new FanOutMark(
+                                        dead.mergeId(),
+                                        Instant.now().minus(Duration.ofHours(7)).toString(),
+                                        "execution-that-died")
+                                .encode())
+                .commit();
+
+        MergeResult merged = f.merger().run();
+
+        assertNull(merged.heldBecause(), "a stale mark holds no merge: " + merged);
+        assertNull(FanOutMark.read(f.table()), "the mark is gone");
+        f.assertTableHoldsModel();
     }
 
     @Test
