@@ -471,7 +471,7 @@ public final class FanOutMerge {
         }
         ExecutorService pool = Executors.newFixedThreadPool(options.ioThreads());
         try {
-            List<Change> changes = rangeChanges(table, plan, range, pool);
+            List<Change> changes = rangeChanges(table, plan, readShuffles(table, plan, pool), range, pool);
             TableLayout layout = TableLayout.of(table);
             ChangeApplier applier = new ChangeApplier(tableSettings, store, options);
             KeyChanges keyChanges =
@@ -628,11 +628,12 @@ public final class FanOutMerge {
         List<String> tokens = plan.objectKeys().stream()
                 .map(k -> Checkpoint.token(StagedObjectName.parse(store.stagingPrefix(), k)))
                 .toList();
+        List<Shuffle> shuffles = readShuffles(table, plan, pool);
         if (history != null) {
             // As in a merge: the history holds the slice's changes before any staged object goes.
             List<Change> all = new ArrayList<>();
             for (int r = 0; r < plan.ranges(); r++) {
-                all.addAll(rangeChanges(table, plan, r, pool));
+                all.addAll(rangeChanges(table, plan, shuffles, r, pool));
             }
             history.append(table, tokens, all, runId, pool);
         }
@@ -702,10 +703,8 @@ public final class FanOutMerge {
         Set<String> checkpoint = new LinkedHashSet<>(tokens);
         checkpoint.addAll(plan.stillStaged());
         properties.put(PipelineProperties.APPLIED, Checkpoint.encode(checkpoint));
-        long oldest = Long.MAX_VALUE;
-        for (int w = 0; w < plan.workCount(); w++) {
-            oldest = Math.min(oldest, readShuffle(table, plan, w).oldestChangeMillis());
-        }
+        long oldest =
+                shuffles.stream().mapToLong(Shuffle::oldestChangeMillis).min().orElse(Long.MAX_VALUE);
         String since = properties.get(PipelineProperties.STREAM_SINCE);
         properties.put(
                 PipelineProperties.STREAM_SINCE,
@@ -850,10 +849,10 @@ public final class FanOutMerge {
     }
 
     /** The range's changes, from every shuffle work item's shard. */
-    private List<Change> rangeChanges(Table table, Plan plan, int range, ExecutorService pool) {
+    private List<Change> rangeChanges(Table table, Plan plan, List<Shuffle> shuffles, int range, ExecutorService pool) {
         List<Future<List<Change>>> reads = new ArrayList<>();
         for (int w = 0; w < plan.workCount(); w++) {
-            if (readShuffle(table, plan, w).changesPerRange()[range] > 0) {
+            if (shuffles.get(w).changesPerRange()[range] > 0) {
                 String path = shardPath(table, plan.mergeId(), range, w);
                 reads.add(pool.submit(
                         () -> StagedFormat.read(StepFiles.readBytes(table, path, "a shard is missing"), path)));
@@ -864,11 +863,17 @@ public final class FanOutMerge {
         return changes;
     }
 
-    private Shuffle readShuffle(Table table, Plan plan, int work) {
-        return (Shuffle) StepFiles.deserialize(StepFiles.readBytes(
-                table,
-                folder(table, plan.mergeId()) + "shuffled/w" + work + ".bin",
-                "shuffle work item " + work + " has not finished"));
+    /** Every shuffle work item's record, read once and on the pool (a range step, and the commit, need all of them). */
+    private static List<Shuffle> readShuffles(Table table, Plan plan, ExecutorService pool) {
+        List<Future<Shuffle>> reads = new ArrayList<>();
+        for (int w = 0; w < plan.workCount(); w++) {
+            String path = folder(table, plan.mergeId()) + "shuffled/w" + w + ".bin";
+            String ifMissing = "shuffle work item " + w + " has not finished";
+            reads.add(pool.submit(() -> (Shuffle) StepFiles.deserialize(StepFiles.readBytes(table, path, ifMissing))));
+        }
+        return reads.stream()
+                .map(f -> Futures.join(f, "reading the shuffle's records"))
+                .toList();
     }
 
     /** The range a key goes to: a hash of its encoded bytes (a key that does not fit the table goes to range 0, which quarantines it). */

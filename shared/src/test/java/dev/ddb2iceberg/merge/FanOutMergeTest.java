@@ -197,16 +197,7 @@ class FanOutMergeTest {
         MergerFixture f = withBacklog(server, Map.of(), 23, 200, 300, 1);
         FanOutMerge.Planned dead = fanOut(f).plan(2, "execution-that-died");
         assertThrows(IllegalStateException.class, () -> fanOut(f).plan(2, "execution-2"), "refused while fresh");
-        f.table()
-                .updateProperties()
-                .set(
-                        "ddb2iceberg.fan-out-merge",
-                        new FanOutMark(
-                                        dead.mergeId(),
-                                        Instant.now().minus(Duration.ofHours(7)).toString(),
-                                        "execution-that-died")
-                                .encode())
-                .commit();
+        markedSevenHoursAgo(f, dead.mergeId(), "execution-that-died");
 
         FanOutMerge.Planned next = fanOut(f).plan(2, "execution-3");
 
@@ -219,16 +210,7 @@ class FanOutMergeTest {
     void aScheduledMergeEndsAFanOutLeftForSixHoursAndMerges(EmbeddedS3Server server) {
         MergerFixture f = withBacklog(server, Map.of(), 37, 200, 300, 1);
         FanOutMerge.Planned dead = fanOut(f).plan(2, "execution-that-died");
-        f.table()
-                .updateProperties()
-                .set(
-                        "ddb2iceberg.fan-out-merge",
-                        new FanOutMark(
-                                        dead.mergeId(),
-                                        Instant.now().minus(Duration.ofHours(7)).toString(),
-                                        "execution-that-died")
-                                .encode())
-                .commit();
+        markedSevenHoursAgo(f, dead.mergeId(), "execution-that-died");
 
         MergeResult merged = f.merger().run();
 
@@ -338,6 +320,20 @@ class FanOutMergeTest {
 
     private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
         return LiveRows.described(found);
+    }
+
+    /** Dates the table's fan-out mark seven hours back, as a mark left by an execution that died. */
+    private static void markedSevenHoursAgo(MergerFixture f, String mergeId, String execution) {
+        f.table()
+                .updateProperties()
+                .set(
+                        "ddb2iceberg.fan-out-merge",
+                        new FanOutMark(
+                                        mergeId,
+                                        Instant.now().minus(Duration.ofHours(7)).toString(),
+                                        execution)
+                                .encode())
+                .commit();
     }
 
     private static FanOutMerge fanOut(MergerFixture f) {
