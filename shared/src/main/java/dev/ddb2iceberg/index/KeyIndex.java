@@ -2,6 +2,7 @@ package dev.ddb2iceberg.index;
 
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.util.Futures;
+import dev.ddb2iceberg.util.Slices;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -190,28 +191,58 @@ public final class KeyIndex {
     }
 
     /**
-     * The entries of these keys (by {@link IndexKeys#encode}) that have live rows: each key is
-     * looked up in the deltas its part has not absorbed, newest first, then in the one block of its
-     * part it can be in; the blocks are read in parallel (or come from the caches). A damaged file
-     * throws {@link DamagedIndexException}.
+     * The entries of these keys (by {@link IndexKeys#encode}) that have live rows, by key; see
+     * {@link #lookupEach}.
      */
     public Map<IndexEntries.ByteKey, IndexEntries.Entry> lookup(Collection<byte[]> keys, ExecutorService pool) {
-        List<IndexEntries> deltas = loadDeltas();
-        Map<IndexEntries.ByteKey, IndexEntries.Entry> found = new HashMap<>();
-        Map<Integer, List<byte[]>> inParts = new TreeMap<>(); // keys no delta decides, by part
-        for (byte[] key : keys) {
-            int p = IndexKeys.part(key, manifest.parts());
-            long absorbed = manifest.base().get(p).absorbed();
-            IndexEntries.Entry e = null;
-            for (int d = deltas.size() - 1; d >= 0 && e == null; d--) {
-                if (manifest.deltas().get(d).generation() > absorbed) {
-                    e = deltas.get(d).find(key);
-                }
+        List<byte[]> list = new ArrayList<>(keys);
+        IndexEntries.Entry[] found = lookupEach(list, pool);
+        Map<IndexEntries.ByteKey, IndexEntries.Entry> byKey = new HashMap<>();
+        for (int i = 0; i < found.length; i++) {
+            if (found[i] != null) {
+                byKey.put(new IndexEntries.ByteKey(list.get(i)), found[i]);
             }
+        }
+        return byKey;
+    }
+
+    /**
+     * The entry of each of these distinct keys (by {@link IndexKeys#encode}) that has a live row, at
+     * the key's own position (null: no live row). Each key is looked up in the deltas its part has
+     * not absorbed, newest first (on every core), then in the one block of its part it can be in;
+     * the blocks are read in parallel (or come from the caches). Answers go by position, not through
+     * a map of keys: a merge looks up its every key, and hashing them all on one thread cost more
+     * than the lookup. A damaged file throws {@link DamagedIndexException}.
+     */
+    public IndexEntries.Entry[] lookupEach(List<byte[]> keys, ExecutorService pool) {
+        List<IndexEntries> deltas = loadDeltas();
+        int parts = manifest.parts();
+        List<IndexEntries.Entry> inDeltas = Slices.map(
+                keys,
+                pool,
+                key -> {
+                    long absorbed =
+                            manifest.base().get(IndexKeys.part(key, parts)).absorbed();
+                    for (int d = deltas.size() - 1; d >= 0; d--) {
+                        if (manifest.deltas().get(d).generation() > absorbed) {
+                            IndexEntries.Entry e = deltas.get(d).find(key);
+                            if (e != null) {
+                                return e;
+                            }
+                        }
+                    }
+                    return null;
+                },
+                "looking keys up in the key index's deltas");
+        IndexEntries.Entry[] found = new IndexEntries.Entry[keys.size()];
+        Map<Integer, List<Integer>> inParts = new TreeMap<>(); // positions of keys no delta decides, by part
+        for (int i = 0; i < found.length; i++) {
+            IndexEntries.Entry e = inDeltas.get(i);
             if (e == null) {
-                inParts.computeIfAbsent(p, x -> new ArrayList<>()).add(key);
+                inParts.computeIfAbsent(IndexKeys.part(keys.get(i), parts), x -> new ArrayList<>())
+                        .add(i);
             } else if (!e.isTombstone()) {
-                found.put(new IndexEntries.ByteKey(key), e);
+                found[i] = e;
             }
         }
         // The footers first (cached in a warm merger), then each block with the keys it can hold.
@@ -222,32 +253,40 @@ public final class KeyIndex {
                 footers.put(p, PartReads.BLOCK_READS.submit(() -> reads.footer(part)));
             }
         }
-        List<Future<List<IndexEntries.Entry>>> blockReads = new ArrayList<>();
-        for (Map.Entry<Integer, List<byte[]>> inPart : inParts.entrySet()) {
+        List<Future<?>> blockReads = new ArrayList<>();
+        for (Map.Entry<Integer, List<Integer>> inPart : inParts.entrySet()) {
             Future<PartFile.Footer> pending = footers.get(inPart.getKey());
             if (pending == null) {
                 continue; // an empty part
             }
             PartFile.Footer footer = Futures.join(pending, "reading the key index");
-            TreeMap<Integer, List<byte[]>> byBlock = new TreeMap<>();
-            for (byte[] key : inPart.getValue()) {
-                int block = footer.blockOf(key);
+            TreeMap<Integer, List<Integer>> byBlock = new TreeMap<>();
+            for (int i : inPart.getValue()) {
+                int block = footer.blockOf(keys.get(i));
                 if (block >= 0) {
-                    byBlock.computeIfAbsent(block, b -> new ArrayList<>()).add(key);
+                    byBlock.computeIfAbsent(block, b -> new ArrayList<>()).add(i);
                 }
             }
-            for (Map.Entry<Integer, List<byte[]>> inBlock : byBlock.entrySet()) {
-                List<byte[]> sorted = new ArrayList<>(inBlock.getValue());
-                sorted.sort(Arrays::compareUnsigned);
+            for (Map.Entry<Integer, List<Integer>> inBlock : byBlock.entrySet()) {
+                List<Integer> at = new ArrayList<>(inBlock.getValue());
+                at.sort((a, b) -> Arrays.compareUnsigned(keys.get(a), keys.get(b)));
+                List<byte[]> sorted = new ArrayList<>(at.size());
+                at.forEach(i -> sorted.add(keys.get(i)));
                 int block = inBlock.getKey();
-                blockReads.add(PartReads.BLOCK_READS.submit(() -> reads.find(footer, block, sorted)));
+                // Each read fills its own keys' positions; the entries come back in key order, a
+                // subsequence of the sorted keys.
+                blockReads.add(PartReads.BLOCK_READS.submit(() -> {
+                    int k = 0;
+                    for (IndexEntries.Entry e : reads.find(footer, block, sorted)) {
+                        while (!Arrays.equals(sorted.get(k), e.key())) {
+                            k++;
+                        }
+                        found[at.get(k++)] = e;
+                    }
+                }));
             }
         }
-        for (Future<List<IndexEntries.Entry>> read : blockReads) {
-            for (IndexEntries.Entry e : Futures.join(read, "reading the key index")) {
-                found.put(new IndexEntries.ByteKey(e.key()), e);
-            }
-        }
+        blockReads.forEach(read -> Futures.join(read, "reading the key index"));
         return found;
     }
 

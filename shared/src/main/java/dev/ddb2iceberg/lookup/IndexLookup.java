@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -88,15 +89,12 @@ public final class IndexLookup implements LiveRowLookup {
         baseSnapshotId = snapshotId;
         Snapshot snapshot = table.snapshot(snapshotId);
         Map<String, FileScanTask> tasks = plan(table, snapshotId);
-        // The keys are distinct and their encoding is one to one, so the encoded keys are too.
+        // The keys are distinct and their encoding is one to one, so the encoded keys are too. The
+        // index answers each key at its position in this list.
         List<List<Object>> keyList = new ArrayList<>(keys);
         List<byte[]> encoded = Slices.map(keyList, pool, IndexKeys::encode, "encoding keys for the key index");
-        Map<IndexEntries.ByteKey, List<Object>> byBytes = new HashMap<>(keyList.size() * 4 / 3 + 16);
-        for (int i = 0; i < keyList.size(); i++) {
-            byBytes.put(new IndexEntries.ByteKey(encoded.get(i)), keyList.get(i));
-        }
 
-        Map<IndexEntries.ByteKey, IndexEntries.Entry> hits = null;
+        IndexEntries.Entry[] hits = null;
         String why = null;
         KeyIndex.Resolved resolved = KeyIndex.resolve(table, snapshot);
         String manifest = resolved.manifest();
@@ -112,13 +110,11 @@ public final class IndexLookup implements LiveRowLookup {
                                     : movesOfRewrite(table, layout, step.rewrittenBy(), tasks));
                 }
                 index = KeyIndex.open(table, manifest, moves, cache);
-                hits = index.lookup(encoded, pool);
-                for (IndexEntries.Entry e : hits.values()) {
-                    if (!tasks.containsKey(e.file())) {
-                        why = "key index " + manifest + " points a key to data file " + e.file() + ", which snapshot "
-                                + snapshotId + " does not hold";
-                        break;
-                    }
+                hits = index.lookupEach(encoded, pool);
+                String missing = fileNotIn(hits, tasks, pool);
+                if (missing != null) {
+                    why = "key index " + manifest + " points a key to data file " + missing + ", which snapshot "
+                            + snapshotId + " does not hold";
                 }
             } catch (DamagedIndexException damaged) {
                 why = damaged.getMessage();
@@ -134,27 +130,28 @@ public final class IndexLookup implements LiveRowLookup {
         }
         if (why != null) {
             rebuild(table, layout, tasks, why);
-            hits = index.lookup(encoded, pool);
+            hits = index.lookupEach(encoded, pool);
             filesRead = tasks.size();
         }
 
-        // Each hit's row (its file's task, its sequence number as text) on every core; the maps
-        // below are only read there.
-        List<Map.Entry<IndexEntries.ByteKey, IndexEntries.Entry>> hitList = new ArrayList<>(hits.entrySet());
+        // Each hit's row (its file's task, its sequence number as text) on every core; the map of
+        // tasks is only read there.
         List<LiveRow> hitRows = Slices.map(
-                hitList,
+                Arrays.asList(hits),
                 pool,
-                hit -> {
-                    IndexEntries.Entry e = hit.getValue();
-                    return new LiveRow(
-                            tasks.get(e.file()),
-                            e.position(),
-                            SequenceNumbers.pad(e.sequence().toString()));
-                },
+                e -> e == null
+                        ? null
+                        : new LiveRow(
+                                tasks.get(e.file()),
+                                e.position(),
+                                SequenceNumbers.pad(e.sequence().toString())),
                 "resolving the key index's hits");
-        Map<List<Object>, List<LiveRow>> rows = new HashMap<>(hitList.size() * 4 / 3 + 16);
-        for (int i = 0; i < hitList.size(); i++) {
-            rows.put(byBytes.get(hitList.get(i).getKey()), List.of(hitRows.get(i)));
+        Map<List<Object>, List<LiveRow>> rows = new HashMap<>(keyList.size() * 4 / 3 + 16);
+        for (int i = 0; i < keyList.size(); i++) {
+            LiveRow row = hitRows.get(i);
+            if (row != null) {
+                rows.put(keyList.get(i), List.of(row));
+            }
         }
         // Every file's live rows where its deletes make them certain (a lookup by file follows).
         Map<String, Long> liveRowsByFile = new HashMap<>();
@@ -165,6 +162,16 @@ public final class IndexLookup implements LiveRowLookup {
             }
         });
         return new Found(rows, liveRowsByFile, List.copyOf(tasks.values()), filesRead);
+    }
+
+    /** A data file some hit points to that the snapshot does not hold (checked on every core), or null. */
+    private static String fileNotIn(IndexEntries.Entry[] hits, Map<String, FileScanTask> tasks, ExecutorService pool) {
+        List<String> missing = Slices.map(
+                Arrays.asList(hits),
+                pool,
+                e -> e != null && !tasks.containsKey(e.file()) ? e.file() : null,
+                "checking the key index's hits");
+        return missing.stream().filter(f -> f != null).findFirst().orElse(null);
     }
 
     @Override

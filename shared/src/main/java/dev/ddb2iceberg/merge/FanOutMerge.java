@@ -505,14 +505,8 @@ public final class FanOutMerge {
                 entryPositions[i] = e.position();
                 entrySequences.add(e.sequence());
             }
-            // What the removals file must learn: removals, and upserts of keys it remembers (the rest
-            // would change nothing, and this record and the commit's memory would follow every change).
-            List<Change> seen = new ArrayList<>();
-            rows.removalsSeen.forEach((key, c) -> {
-                if (!c.operation().isUpsert() || removals.remembers(key)) {
-                    seen.add(c);
-                }
-            });
+            // What the removals file must learn (removals, and upserts of keys it remembers: see RowPlan).
+            List<Change> seen = new ArrayList<>(rows.removalsSeen.values());
             Range done = new Range(
                     range,
                     written.files(),

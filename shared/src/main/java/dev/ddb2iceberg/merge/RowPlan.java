@@ -31,7 +31,10 @@ final class RowPlan {
     final List<LiveRow> toDelete = new ArrayList<>();
     /** The changes that changed the table. */
     final List<Change> applied = new ArrayList<>();
-    /** Every change the removals file must know of (all but the stale ones), by key. */
+    /**
+     * The changes the removals file must learn of, by key: removals, and upserts of keys it
+     * remembers (any other upsert would change nothing there, and the map would follow every change).
+     */
     final Map<List<Object>, Change> removalsSeen = new HashMap<>();
     /** Keys left without a row. */
     final List<List<Object>> removedKeys = new ArrayList<>();
@@ -55,17 +58,31 @@ final class RowPlan {
         RowPlan plan = new RowPlan();
         KeptRows kept = new KeptRows(table, layout);
         List<Change> upserts = new ArrayList<>();
-        for (Map.Entry<List<Object>, Change> e : changes.latest.entrySet()) {
-            List<Object> key = e.getKey();
-            Change c = e.getValue();
-            List<LiveRow> live = found.rows().getOrDefault(key, List.of());
-            String padded = SequenceNumbers.pad(c.sequenceNumber());
-            if (live.stream().anyMatch(r -> r.paddedSequence().compareTo(padded) >= 0)
-                    || (live.isEmpty() && removals.removedAfter(key, c.sequenceNumber()))) {
+        // Each key's live rows, whether its change is stale, and whether the removals file remembers
+        // the key, on every core (the maps are only read there); then the plan, in order, here.
+        List<Map.Entry<List<Object>, Change>> latest = new ArrayList<>(changes.latest.entrySet());
+        List<Looked> looked = Slices.map(
+                latest,
+                pool,
+                e -> {
+                    List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
+                    return isStale(e.getKey(), e.getValue(), live, removals)
+                            ? null
+                            : new Looked(live, removals.remembers(e.getKey()));
+                },
+                "finding stale changes");
+        for (int i = 0; i < latest.size(); i++) {
+            List<Object> key = latest.get(i).getKey();
+            Change c = latest.get(i).getValue();
+            Looked l = looked.get(i);
+            if (l == null) {
                 plan.stale++; // the table already holds this change or a newer one, or removed the item since
                 continue;
             }
-            plan.removalsSeen.put(key, c);
+            List<LiveRow> live = l.live();
+            if (!c.operation().isUpsert() || l.remembered()) {
+                plan.removalsSeen.put(key, c);
+            }
             if (c.operation().isUpsert()) {
                 upserts.add(c);
                 plan.rowsReplaced += live.size();
@@ -85,6 +102,23 @@ final class RowPlan {
         plan.rows.addAll(kept.rows(pool));
         plan.keptRemovals = kept.size();
         return plan;
+    }
+
+    /** A key's live rows, and whether the removals file remembers the key. */
+    private record Looked(List<LiveRow> live, boolean remembered) {}
+
+    /** Whether the table already holds change {@code c} of {@code key} or a newer one, or removed the item since. */
+    private static boolean isStale(List<Object> key, Change c, List<LiveRow> live, RemovalsFile removals) {
+        if (live.isEmpty()) {
+            return removals.removedAfter(key, c.sequenceNumber());
+        }
+        String padded = SequenceNumbers.pad(c.sequenceNumber());
+        for (LiveRow r : live) {
+            if (r.paddedSequence().compareTo(padded) >= 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether removal {@code c} keeps its item's row (noted in {@code kept}); see {@link KeptRows#keep}. */

@@ -62,6 +62,8 @@ public final class RemovalsFile {
     private static volatile Cached cache;
 
     private final Map<List<Object>, Change> byKey;
+    /** Set by an update that handed {@link #byKey} to the cache: this instance is used no more. */
+    private boolean spent;
     /** The list file the checkpoint names (null: none yet), and the files it names, base first. */
     private final String list;
 
@@ -182,6 +184,9 @@ public final class RemovalsFile {
      */
     public String update(
             Table table, Map<List<Object>, Change> applied, long nowMillis, long forgetBeforeMillis, String runId) {
+        if (spent) {
+            throw new IllegalStateException("a removals file is updated once; read it again for another update");
+        }
         List<Change> added = new ArrayList<>();
         for (Map.Entry<List<Object>, Change> e : applied.entrySet()) {
             List<Object> key = e.getKey();
@@ -223,9 +228,9 @@ public final class RemovalsFile {
         String nextList = dir + "removals-" + runId + LIST_SUFFIX;
         write(table, nextList, text.toString().getBytes(StandardCharsets.UTF_8));
         // What this container now knows, for its next run (if this commit loses, the property differs).
-        cache = byKey.size() > CACHE_MAX_ENTRIES
-                ? null
-                : new Cached(nextList, List.copyOf(nextFiles), new HashMap<>(byKey));
+        // The map itself, not a copy: update is an instance's last use, and read copies what it takes.
+        cache = byKey.size() > CACHE_MAX_ENTRIES ? null : new Cached(nextList, List.copyOf(nextFiles), byKey);
+        spent = true;
         return nextList;
     }
 

@@ -78,16 +78,28 @@ public final class MergeWriter {
             return new Written(List.of(), List.of());
         }
         PartitionSpec spec = table.spec();
-        StructLikeMap<List<Record>> byPartition = StructLikeMap.create(spec.partitionType());
+        // Each partition's rows, in the order partitions first appear. (Not StructLikeMap.entrySet():
+        // it hashes every entry's value, here every field of every row, on this one thread.)
+        StructLikeMap<Integer> slotOf = StructLikeMap.create(spec.partitionType());
+        List<StructLike> partitionKeys = new ArrayList<>();
+        List<List<Record>> partitionRows = new ArrayList<>();
         for (int i = 0; i < rows.size(); i++) {
-            byPartition
-                    .computeIfAbsent(partitions.get(i), p -> new ArrayList<>())
-                    .add(rows.get(i));
+            StructLike partition = partitions.get(i);
+            Integer slot = slotOf.get(partition);
+            if (slot == null) {
+                slot = partitionKeys.size();
+                slotOf.put(partition, slot);
+                partitionKeys.add(partition);
+                partitionRows.add(new ArrayList<>());
+            }
+            partitionRows.get(slot).add(rows.get(i));
         }
         List<Future<Written>> writes = new ArrayList<>();
-        for (Map.Entry<StructLike, List<Record>> e : byPartition.entrySet()) {
+        for (int slot = 0; slot < partitionKeys.size(); slot++) {
             int task = taskId++;
-            writes.add(pool.submit(() -> writePartition(spec, e.getKey(), e.getValue(), keyOrder, task)));
+            StructLike partition = partitionKeys.get(slot);
+            List<Record> inPartition = partitionRows.get(slot);
+            writes.add(pool.submit(() -> writePartition(spec, partition, inPartition, keyOrder, task)));
         }
         List<DataFile> files = new ArrayList<>();
         List<WrittenRow> locations = new ArrayList<>();
