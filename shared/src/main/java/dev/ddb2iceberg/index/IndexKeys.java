@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.index;
 
-import java.io.ByteArrayOutputStream;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -21,42 +20,64 @@ public final class IndexKeys {
 
     private IndexKeys() {}
 
+    /**
+     * The key's bytes. Each value's bytes are taken first and the result sized to fit, then filled
+     * in place: a merge encodes every key it looks up and every row it writes, on every core.
+     */
     public static byte[] encode(List<Object> key) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(32);
-        for (Object v : key) {
+        int n = key.size();
+        byte[] tags = new byte[n];
+        byte[][] values = new byte[n][];
+        int size = 0;
+        for (int k = 0; k < n; k++) {
+            Object v = key.get(k);
             if (v instanceof CharSequence s) {
-                put(out, STRING, s.toString().getBytes(StandardCharsets.UTF_8));
+                tags[k] = STRING;
+                values[k] = s.toString().getBytes(StandardCharsets.UTF_8);
             } else if (v instanceof Long l) {
-                put(out, LONG, ByteBuffer.allocate(8).putLong(l).array());
+                tags[k] = LONG;
+                values[k] = longBytes(l);
             } else if (v instanceof Integer i) {
-                put(out, LONG, ByteBuffer.allocate(8).putLong(i).array()); // an int column holds the same numbers
+                tags[k] = LONG;
+                values[k] = longBytes(i); // an int column holds the same numbers
             } else if (v instanceof BigDecimal d) {
                 // The column's scale is fixed, so equal numbers have equal unscaled values and scales.
                 byte[] unscaled = d.unscaledValue().toByteArray();
-                put(
-                        out,
-                        DECIMAL,
-                        ByteBuffer.allocate(4 + unscaled.length)
-                                .putInt(d.scale())
-                                .put(unscaled)
-                                .array());
+                tags[k] = DECIMAL;
+                values[k] = ByteBuffer.allocate(4 + unscaled.length)
+                        .putInt(d.scale())
+                        .put(unscaled)
+                        .array();
             } else if (v instanceof ByteBuffer b) {
                 ByteBuffer copy = b.duplicate();
                 byte[] bytes = new byte[copy.remaining()];
                 copy.get(bytes);
-                put(out, BINARY, bytes);
+                tags[k] = BINARY;
+                values[k] = bytes;
             } else {
                 throw new IllegalArgumentException("a key value of type "
                         + (v == null ? "null" : v.getClass().getName()) + " cannot be indexed");
             }
+            size += 1 + Varints.size(values[k].length) + values[k].length;
         }
-        return out.toByteArray();
+        byte[] out = new byte[size];
+        int at = 0;
+        for (int k = 0; k < n; k++) {
+            out[at++] = tags[k];
+            at = Varints.write(out, at, values[k].length);
+            System.arraycopy(values[k], 0, out, at, values[k].length);
+            at += values[k].length;
+        }
+        return out;
     }
 
-    private static void put(ByteArrayOutputStream out, byte tag, byte[] bytes) {
-        out.write(tag);
-        Varints.write(out, bytes.length);
-        out.writeBytes(bytes);
+    private static byte[] longBytes(long v) {
+        byte[] b = new byte[8];
+        for (int i = 7; i >= 0; i--) {
+            b[i] = (byte) v;
+            v >>>= 8;
+        }
+        return b; // big-endian, as ByteBuffer.putLong writes it
     }
 
     /** The index part a key belongs to: a stable hash of its bytes, so parts split the keys evenly. */

@@ -17,6 +17,26 @@ final class Varints {
         out.write((int) v);
     }
 
+    /** Writes {@code value} into {@code out} at {@code at}; returns the position after it. */
+    static int write(byte[] out, int at, long value) {
+        long v = value;
+        while ((v & ~0x7FL) != 0) {
+            out[at++] = (byte) ((v & 0x7F) | 0x80);
+            v >>>= 7;
+        }
+        out[at++] = (byte) v;
+        return at;
+    }
+
+    /** The bytes {@link #write} takes for {@code value}. */
+    static int size(long value) {
+        int n = 1;
+        for (long v = value >>> 7; v != 0; v >>>= 7) {
+            n++;
+        }
+        return n;
+    }
+
     static long read(DataInput in) throws IOException {
         long value = 0;
         for (int shift = 0; shift < 64; shift += 7) {
