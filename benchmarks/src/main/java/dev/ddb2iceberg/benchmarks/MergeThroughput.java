@@ -271,12 +271,21 @@ public final class MergeThroughput {
             recording.start();
         }
         System.gc(); // the load's garbage is not the merge's
+        // -Dbench.profile=<file>: async-profiler's CPU profile of the merge alone, every thread, as
+        // collapsed stacks (one line a stack, thread name first), for a flame graph or a grep.
+        String profile = System.getProperty("bench.profile");
+        if (profile != null) {
+            profiler("start,event=itimer,interval=1ms,threads");
+        }
         long start = System.nanoTime();
         MergeResult result;
         do { // what the schedule does: runs until nothing waits
             result = new Merger(catalog, tableSettings, store, options).run();
         } while (result.backlogObjects() > 0);
         double seconds = (System.nanoTime() - start) / 1e9;
+        if (profile != null) {
+            profiler("stop,collapsed,file=" + profile.replace(".collapsed", "") + "-" + rows + ".collapsed");
+        }
         if (recording != null) {
             recording.stop();
             try {
@@ -374,6 +383,15 @@ public final class MergeThroughput {
                             coldSeconds, PRIME, index.parts(), index.bytes() / 1e6));
         }
         return seconds;
+    }
+
+    /** Runs an async-profiler command in this JVM. */
+    private static void profiler(String command) {
+        try {
+            one.profiler.AsyncProfiler.getInstance().execute(command);
+        } catch (IOException e) {
+            throw new UncheckedIOException("async-profiler: " + command, e);
+        }
     }
 
     /** Memory the whole index takes once decoded (what the old whole-part cache held), part by part. */

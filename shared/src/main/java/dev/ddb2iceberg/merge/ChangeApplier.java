@@ -84,6 +84,7 @@ public final class ChangeApplier {
         RemovalPolicy policy = tableSettings.removals();
 
         // 1. Each key's newest change.
+        long tKeys = System.nanoTime();
         KeyChanges keyChanges = KeyChanges.of(changes, layout, policy, this::quarantineChange, pool);
 
         // 2. The keys' live rows, and the removals the table remembers.
@@ -95,13 +96,16 @@ public final class ChangeApplier {
                 lookup.find(table, layout, base == null ? null : base.snapshotId(), keyChanges.latest.keySet());
 
         // 3. The rows to write, the rows to delete, and the removals to remember.
+        long tPlan = System.nanoTime();
         RowPlan plan = RowPlan.of(table, layout, policy, keyChanges, found, removals, pool);
+        long tRemovals = System.nanoTime();
         String removalsFile =
                 removals.update(table, plan.removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
 
         // 4. Each touched file is dropped (all its live rows go), folded with the partition's other
         // small files into the merge's new file, or given deletes; see SmallFileRewrite.
         // Each new row's partition, computed once: for the files to fold here, and for the writer.
+        long tFold = System.nanoTime();
         List<StructLike> rowPartitions = MergeWriter.partitionsOf(table, plan.rows, pool);
         StructLikeSet writtenPartitions = StructLikeSet.create(table.spec().partitionType());
         writtenPartitions.addAll(rowPartitions);
@@ -123,6 +127,7 @@ public final class ChangeApplier {
         MergeWriter.Written written = writer.writeRows(toWrite, partitions, layout.keyOrder(), pool);
         long tDeletes = System.nanoTime();
         DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);
+        long tIndex = System.nanoTime();
         LiveRowLookup.Recorded recorded = lookup.record(table, layout, written.rows(), plan.removedKeys);
 
         // 6. One commit of it all, with the checkpoint.
@@ -159,8 +164,8 @@ public final class ChangeApplier {
         LOG.info(
                 "Committed snapshot {}: {} changes, {} items written ({} replaced a row), {} items removed, {} stale"
                         + " changes skipped, {} data files dropped ({} small ones folded, {} of them untouched, {} bytes, {} rows"
-                        + " moved), {} delete files written ({} replaced), read {} of {} data files; ms finding rows {}, writing rows"
-                        + " {}, writing deletes {}, committing {}",
+                        + " moved), {} delete files written ({} replaced), read {} of {} data files; ms: keys {}, finding rows {}, plan {},"
+                        + " removals {}, fold {}, writing rows {}, writing deletes {}, index delta {}, committing {}",
                 snapshotId,
                 changes.size(),
                 plan.rows.size(),
@@ -176,9 +181,14 @@ public final class ChangeApplier {
                 deletes.rewrittenDeleteFiles().size(),
                 found.filesRead(),
                 found.filesInTable(),
-                (tWrite - tFind) / 1_000_000,
+                (tFind - tKeys) / 1_000_000,
+                (tPlan - tFind) / 1_000_000,
+                (tRemovals - tPlan) / 1_000_000,
+                (tFold - tRemovals) / 1_000_000,
+                (tWrite - tFold) / 1_000_000,
                 (tDeletes - tWrite) / 1_000_000,
-                (tCommit - tDeletes) / 1_000_000,
+                (tIndex - tDeletes) / 1_000_000,
+                (tCommit - tIndex) / 1_000_000,
                 (tDone - tCommit) / 1_000_000);
         return new Applied(
                 snapshotId,
