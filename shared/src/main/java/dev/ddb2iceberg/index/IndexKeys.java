@@ -36,10 +36,10 @@ public final class IndexKeys {
                 values[k] = s.toString().getBytes(StandardCharsets.UTF_8);
             } else if (v instanceof Long l) {
                 tags[k] = LONG;
-                values[k] = longBytes(l);
+                values[k] = ByteBuffer.allocate(8).putLong(l).array();
             } else if (v instanceof Integer i) {
                 tags[k] = LONG;
-                values[k] = longBytes(i); // an int column holds the same numbers
+                values[k] = ByteBuffer.allocate(8).putLong(i).array(); // an int column holds the same numbers
             } else if (v instanceof BigDecimal d) {
                 // The column's scale is fixed, so equal numbers have equal unscaled values and scales.
                 byte[] unscaled = d.unscaledValue().toByteArray();
@@ -69,15 +69,6 @@ public final class IndexKeys {
             at += values[k].length;
         }
         return out;
-    }
-
-    private static byte[] longBytes(long v) {
-        byte[] b = new byte[8];
-        for (int i = 7; i >= 0; i--) {
-            b[i] = (byte) v;
-            v >>>= 8;
-        }
-        return b; // big-endian, as ByteBuffer.putLong writes it
     }
 
     /** The index part a key belongs to: a stable hash of its bytes, so parts split the keys evenly. */

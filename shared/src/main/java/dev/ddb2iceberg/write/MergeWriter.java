@@ -174,7 +174,7 @@ public final class MergeWriter {
      * unless the table sets a level itself. A merge's files are short-lived (the next merge folds
      * the small ones, compaction rewrites the rest at the table's own level), and compression is
      * on the merge's critical path: on our merge benchmark's items level 1 compresses 3 to 8 times
-     * faster than level 3 for the same size (BENCHMARKS.md, "Where a merge's time goes").
+     * faster than level 3, for files 0.9 % larger (BENCHMARKS.md, "Where a merge's time goes").
      */
     static Map<String, String> fastCompression(Map<String, String> props) {
         String codec = props.getOrDefault(
