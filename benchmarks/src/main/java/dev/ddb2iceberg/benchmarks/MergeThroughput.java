@@ -275,14 +275,22 @@ public final class MergeThroughput {
         // collapsed stacks (one line a stack, thread name first), for a flame graph or a grep.
         String profile = System.getProperty("bench.profile");
         if (profile != null) {
-            profiler("start,event=itimer,interval=1ms,threads");
+            // -Dbench.profileEvent=wall: where each thread waits, not only where the CPU goes.
+            profiler("start,event=" + System.getProperty("bench.profileEvent", "itimer") + ",interval=1ms,threads");
         }
+        long cpu0 = processCpuNanos();
         long start = System.nanoTime();
         MergeResult result;
         do { // what the schedule does: runs until nothing waits
             result = new Merger(catalog, tableSettings, store, options).run();
         } while (result.backlogObjects() > 0);
         double seconds = (System.nanoTime() - start) / 1e9;
+        // The CPU the whole process spent (merge, embedded S3 server, JIT, GC): below seconds x cores,
+        // the merge waits rather than computes.
+        double cpuSeconds = (processCpuNanos() - cpu0) / 1e9;
+        System.out.printf(
+                "measured merge: %.2f s, %.2f s of process CPU (%.0f %% of %d cores)%n",
+                seconds, cpuSeconds, 100 * cpuSeconds / (seconds * CORES), CORES);
         if (profile != null) {
             profiler("stop,collapsed,file=" + profile.replace(".collapsed", "") + "-" + rows + ".collapsed");
         }
@@ -383,6 +391,15 @@ public final class MergeThroughput {
                             coldSeconds, PRIME, index.parts(), index.bytes() / 1e6));
         }
         return seconds;
+    }
+
+    private static final int CORES = Runtime.getRuntime().availableProcessors();
+
+    /** CPU time of this JVM's threads so far. */
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean)
+                        java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
     }
 
     /** Runs an async-profiler command in this JVM. */
