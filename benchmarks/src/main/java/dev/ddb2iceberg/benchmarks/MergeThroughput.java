@@ -30,6 +30,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -279,6 +280,7 @@ public final class MergeThroughput {
             profiler("start,event=" + System.getProperty("bench.profileEvent", "itimer") + ",interval=1ms,threads");
         }
         long cpu0 = processCpuNanos();
+        Map<Long, Long> server0 = serverThreadCpu();
         long start = System.nanoTime();
         MergeResult result;
         do { // what the schedule does: runs until nothing waits
@@ -288,9 +290,16 @@ public final class MergeThroughput {
         // The CPU the whole process spent (merge, embedded S3 server, JIT, GC): below seconds x cores,
         // the merge waits rather than computes.
         double cpuSeconds = (processCpuNanos() - cpu0) / 1e9;
+        double serverSeconds = serverCpuNanosSince(server0) / 1e9;
         System.out.printf(
-                "measured merge: %.2f s, %.2f s of process CPU (%.0f %% of %d cores)%n",
-                seconds, cpuSeconds, 100 * cpuSeconds / (seconds * CORES), CORES);
+                "measured merge: %.2f s, %.2f s of process CPU (%.0f %% of %d cores), of which the embedded S3"
+                        + " server %.2f s: %,.0f changes per CPU-second of the merger's own%n",
+                seconds,
+                cpuSeconds,
+                100 * cpuSeconds / (seconds * CORES),
+                CORES,
+                serverSeconds,
+                changes / (cpuSeconds - serverSeconds));
         if (profile != null) {
             profiler("stop,collapsed,file=" + profile.replace(".collapsed", "") + "-" + rows + ".collapsed");
         }
@@ -311,13 +320,17 @@ public final class MergeThroughput {
             // The merges' own cache: the first budget asked for made it.
             IndexCache cache = IndexCache.shared(INDEX_CACHE_BYTES, INDEX_DISK_CACHE_BYTES);
             List<Long> diskBytes = new ArrayList<>();
+            List<Double> ownCpu = new ArrayList<>(); // the process's CPU less the embedded S3 server's
             for (int m = 0; m < STEADY_MERGES; m++) {
                 stage(stager, rows, changes, PRIME + changes * (m + 2), random);
                 long read0 = cache.bytesRead();
                 long disk0 = cache.diskBytesRead();
+                long c0 = processCpuNanos();
+                Map<Long, Long> s0 = serverThreadCpu();
                 long m0 = System.nanoTime();
                 new Merger(catalog, tableSettings, store, options).run();
                 times.add((System.nanoTime() - m0) / 1e9);
+                ownCpu.add((processCpuNanos() - c0 - serverCpuNanosSince(s0)) / 1e9);
                 indexBytes.add(cache.bytesRead() - read0);
                 diskBytes.add(cache.diskBytesRead() - disk0);
             }
@@ -326,9 +339,12 @@ public final class MergeThroughput {
             double max = times.stream().mapToDouble(Double::doubleValue).max().orElse(0);
             List<Double> sorted = times.stream().sorted().toList();
             double p95 = sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(sorted.size() * 0.95) - 1));
+            double meanCpu =
+                    ownCpu.stream().mapToDouble(Double::doubleValue).average().orElse(0);
             System.out.printf(
-                    "%d more merges of %,d changes: mean %.2f s, p95 %.2f s, max %.2f s%n",
-                    STEADY_MERGES, changes, mean, p95, max);
+                    "%d more merges of %,d changes: mean %.2f s, p95 %.2f s, max %.2f s; mean %.2f s of the"
+                            + " merger's own CPU (the embedded S3 server's left out), %,.0f changes per CPU-second%n",
+                    STEADY_MERGES, changes, mean, p95, max, meanCpu, changes / meanCpu);
             double median = sorted.get(sorted.size() / 2);
             long inMemory = keyIndex ? indexMemoryBytes(table) : 0;
             String cached = String.format(
@@ -400,6 +416,30 @@ public final class MergeThroughput {
         return ((com.sun.management.OperatingSystemMXBean)
                         java.lang.management.ManagementFactory.getOperatingSystemMXBean())
                 .getProcessCpuTime();
+    }
+
+    /**
+     * CPU time so far of each thread of the embedded S3 server (S3Proxy's Jetty pool): in AWS that
+     * work is S3's, so a merge's own CPU is the process's less this.
+     */
+    private static Map<Long, Long> serverThreadCpu() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        Map<Long, Long> cpu = new HashMap<>();
+        for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (t != null && t.getThreadName().startsWith("S3Proxy")) {
+                cpu.put(t.getThreadId(), threads.getThreadCpuTime(t.getThreadId()));
+            }
+        }
+        return cpu;
+    }
+
+    /** The server threads' CPU since {@code before} (a thread that ended meanwhile is not counted). */
+    private static long serverCpuNanosSince(Map<Long, Long> before) {
+        long nanos = 0;
+        for (Map.Entry<Long, Long> now : serverThreadCpu().entrySet()) {
+            nanos += now.getValue() - before.getOrDefault(now.getKey(), 0L);
+        }
+        return nanos;
     }
 
     /** Runs an async-profiler command in this JVM. */
