@@ -275,9 +275,10 @@ public final class MergeThroughput {
         // -Dbench.profile=<file>: async-profiler's CPU profile of the merge alone, every thread, as
         // collapsed stacks (one line a stack, thread name first), for a flame graph or a grep.
         String profile = System.getProperty("bench.profile");
-        if (profile != null) {
-            // -Dbench.profileEvent=wall: where each thread waits, not only where the CPU goes.
-            profiler("start,event=" + System.getProperty("bench.profileEvent", "itimer") + ",interval=1ms,threads");
+        // -Dbench.profileSteady=true: profile the steady merges instead (the JIT done compiling).
+        boolean profileSteady = Boolean.getBoolean("bench.profileSteady");
+        if (profile != null && !profileSteady) {
+            profiler(PROFILER_START);
         }
         long cpu0 = processCpuNanos();
         Map<Long, Long> server0 = serverThreadCpu();
@@ -300,7 +301,7 @@ public final class MergeThroughput {
                 CORES,
                 serverSeconds,
                 changes / (cpuSeconds - serverSeconds));
-        if (profile != null) {
+        if (profile != null && !profileSteady) {
             profiler("stop,collapsed,file=" + profile.replace(".collapsed", "") + "-" + rows + ".collapsed");
         }
         if (recording != null) {
@@ -327,12 +328,21 @@ public final class MergeThroughput {
                 long disk0 = cache.diskBytesRead();
                 long c0 = processCpuNanos();
                 Map<Long, Long> s0 = serverThreadCpu();
+                if (profile != null && profileSteady) { // the merges alone, not the staging between them
+                    profiler(m == 0 ? PROFILER_START : "resume");
+                }
                 long m0 = System.nanoTime();
                 new Merger(catalog, tableSettings, store, options).run();
+                if (profile != null && profileSteady) {
+                    profiler("stop");
+                }
                 times.add((System.nanoTime() - m0) / 1e9);
                 ownCpu.add((processCpuNanos() - c0 - serverCpuNanosSince(s0)) / 1e9);
                 indexBytes.add(cache.bytesRead() - read0);
                 diskBytes.add(cache.diskBytesRead() - disk0);
+            }
+            if (profile != null && profileSteady) {
+                profiler("dump,collapsed,file=" + profile.replace(".collapsed", "") + "-steady-" + rows + ".collapsed");
             }
             double mean =
                     times.stream().mapToDouble(Double::doubleValue).average().orElse(0);
@@ -441,6 +451,13 @@ public final class MergeThroughput {
         }
         return nanos;
     }
+
+    /**
+     * Starts async-profiler on every thread. {@code -Dbench.profileEvent=wall}: where each thread waits,
+     * not only where the CPU goes; {@code =alloc} with {@code -Dbench.profileInterval=256k}: what allocates.
+     */
+    private static final String PROFILER_START = "start,event=" + System.getProperty("bench.profileEvent", "itimer")
+            + ",interval=" + System.getProperty("bench.profileInterval", "1ms") + ",threads";
 
     /** Runs an async-profiler command in this JVM. */
     private static void profiler(String command) {
