@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.function.Function;
@@ -43,6 +44,7 @@ import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.util.CharSequenceSet;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeMap;
+import org.roaringbitmap.RoaringBitmap;
 
 /**
  * Writes what one merge commits: new data files for the upserted items, sorted by partition and
@@ -56,11 +58,18 @@ public final class MergeWriter {
 
     private final Table table;
     private final String runId;
+    private final DeletePositionsCache heldDeletes;
     private int taskId;
 
     public MergeWriter(Table table, String runId) {
+        this(table, runId, DeletePositionsCache.shared());
+    }
+
+    /** @param heldDeletes where the positions of delete files this container wrote are kept */
+    MergeWriter(Table table, String runId, DeletePositionsCache heldDeletes) {
         this.table = table;
         this.runId = runId;
+        this.heldDeletes = heldDeletes;
     }
 
     /**
@@ -264,14 +273,12 @@ public final class MergeWriter {
                 .format(FileFormat.PARQUET)
                 .suffix("deletes")
                 .build();
-        FanoutPositionOnlyDeleteWriter<Record> writer = granularity == DeleteGranularity.FILE
+        CarriedDeletes carried = granularity == DeleteGranularity.FILE
+                ? new CarriedDeletes(rows, d -> d.content() == FileContent.POSITION_DELETES)
+                : null;
+        FanoutPositionOnlyDeleteWriter<Record> writer = carried != null
                 ? new FanoutPositionOnlyDeleteWriter<>(
-                        writers,
-                        files,
-                        table.io(),
-                        TARGET_FILE_SIZE,
-                        granularity,
-                        previousDeletes(rows, d -> d.content() == FileContent.POSITION_DELETES))
+                        writers, files, table.io(), TARGET_FILE_SIZE, granularity, carried)
                 : new FanoutPositionOnlyDeleteWriter<>(writers, files, table.io(), TARGET_FILE_SIZE, granularity);
         PositionDelete<Record> delete = PositionDelete.create();
         try (writer) {
@@ -285,6 +292,9 @@ public final class MergeWriter {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+        if (carried != null) {
+            carried.remember(writer.result(), rows);
+        }
         return writer.result();
     }
 
@@ -295,22 +305,68 @@ public final class MergeWriter {
      * {@link DeleteWriteResult#rewrittenDeleteFiles}): a data file then has one delete file however
      * many merges touched it, as Iceberg's own writers do since 1.8. Partition-scoped delete files
      * (an older {@code write.delete.granularity=partition}) also cover other files and stay.
+     *
+     * <p>The positions come from the container's {@link DeletePositionsCache} when it holds every
+     * one of the data file's delete files (a warm merger wrote them), else from storage; once the
+     * new delete files are written, {@link #remember} holds what each of them deletes.
      */
-    private Function<CharSequence, PositionDeleteIndex> previousDeletes(
-            List<LiveRow> rows, Predicate<DeleteFile> kind) {
-        Map<String, List<DeleteFile>> previous = new HashMap<>();
-        for (LiveRow row : rows) {
-            previous.computeIfAbsent(
-                    row.task().file().location(),
-                    path -> TaskRows.ownDeletes(row.task()).stream()
-                            .filter(kind)
-                            .toList());
+    private final class CarriedDeletes implements Function<CharSequence, PositionDeleteIndex> {
+        private final Map<String, List<DeleteFile>> previous = new HashMap<>();
+        /** What was carried for each data file (the writers ask from their own threads). */
+        private final Map<String, PositionDeleteIndex> carried = new ConcurrentHashMap<>();
+
+        private final BaseDeleteLoader loader =
+                new BaseDeleteLoader(f -> table.io().newInputFile(f));
+
+        CarriedDeletes(List<LiveRow> rows, Predicate<DeleteFile> kind) {
+            for (LiveRow row : rows) {
+                previous.computeIfAbsent(
+                        row.task().file().location(),
+                        path -> TaskRows.ownDeletes(row.task()).stream()
+                                .filter(kind)
+                                .toList());
+            }
         }
-        BaseDeleteLoader loader = new BaseDeleteLoader(f -> table.io().newInputFile(f));
-        return path -> {
+
+        @Override
+        public PositionDeleteIndex apply(CharSequence path) {
             List<DeleteFile> files = previous.getOrDefault(path.toString(), List.of());
-            return files.isEmpty() ? null : loader.loadPositionDeletes(files, path);
-        };
+            if (files.isEmpty()) {
+                return null;
+            }
+            PositionDeleteIndex positions = heldDeletes.positions(files);
+            if (positions == null) {
+                positions = loader.loadPositionDeletes(files, path);
+            }
+            carried.put(path.toString(), positions);
+            return positions;
+        }
+
+        /**
+         * Holds what each new delete file of {@code result} deletes: the positions carried into it
+         * and those of {@code rows} in its data file. (The cache refuses a count that differs from
+         * the file's own, so a wrong idea of the file is never held.)
+         */
+        void remember(DeleteWriteResult result, List<LiveRow> rows) {
+            Map<String, RoaringBitmap> deletedNow = new HashMap<>();
+            for (LiveRow row : rows) {
+                RoaringBitmap positions =
+                        deletedNow.computeIfAbsent(row.task().file().location(), f -> new RoaringBitmap());
+                if (row.position() <= Integer.MAX_VALUE) {
+                    positions.add((int) row.position());
+                }
+            }
+            for (DeleteFile file : result.deleteFiles()) {
+                String dataFile = ContentFileUtil.referencedDataFileLocation(file);
+                RoaringBitmap positions = dataFile == null ? null : deletedNow.remove(dataFile);
+                PositionDeleteIndex before = dataFile == null ? null : carried.get(dataFile);
+                RoaringBitmap beforeBits = before == null ? new RoaringBitmap() : DeletePositionsCache.bitmapOf(before);
+                if (positions != null && beforeBits != null) {
+                    positions.or(beforeBits);
+                    heldDeletes.put(file, positions);
+                }
+            }
+        }
     }
 
     /**
@@ -336,7 +392,8 @@ public final class MergeWriter {
                 .operationId(runId)
                 .format(FileFormat.PUFFIN)
                 .build();
-        BaseDVFileWriter writer = new BaseDVFileWriter(files, previousDeletes(rows, ContentFileUtil::isDV)::apply);
+        CarriedDeletes carried = new CarriedDeletes(rows, ContentFileUtil::isDV);
+        BaseDVFileWriter writer = new BaseDVFileWriter(files, carried::apply);
         try (writer) {
             for (LiveRow row : rows) {
                 DataFile file = row.task().file();
@@ -345,6 +402,7 @@ public final class MergeWriter {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+        carried.remember(writer.result(), rows);
         return writer.result();
     }
 }
