@@ -111,6 +111,18 @@ public final class DeletePositionsCache {
         bytes = 0;
     }
 
+    /** Ascending positions as a bitmap, or null when one is past what a 32-bit bitmap holds. */
+    static RoaringBitmap bitmapOf(long[] positions) {
+        if (positions.length > 0 && positions[positions.length - 1] > Integer.MAX_VALUE) {
+            return null;
+        }
+        RoaringBitmap bitmap = new RoaringBitmap();
+        for (long p : positions) {
+            bitmap.add((int) p);
+        }
+        return bitmap;
+    }
+
     /** Lookups every file of which was held, and those that had to read from storage. */
     public synchronized long hits() {
         return hits;

@@ -8,6 +8,8 @@ import dev.ddb2iceberg.util.Slices;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -237,6 +239,9 @@ public final class MergeWriter {
         Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
         rows.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
                 .add(r));
+        if (granularity == DeleteGranularity.FILE && PositionDeleteFileWriter.handles(table)) {
+            return writeFileScopedDeletes(byFile, rows, pool);
+        }
         int shares = granularity == DeleteGranularity.FILE ? Math.min(DELETE_WRITERS, byFile.size()) : 1;
         List<List<LiveRow>> split = new ArrayList<>();
         for (int i = 0; i < shares; i++) {
@@ -261,6 +266,78 @@ public final class MergeWriter {
             replaced.addAll(r.rewrittenDeleteFiles());
         }
         return new DeleteWriteResult(files, referenced, replaced);
+    }
+
+    /**
+     * One delete file per touched data file ({@link PositionDeleteFileWriter}), written side by side
+     * on {@code pool}: each holds the data file's earlier positions and this merge's, and replaces the
+     * data file's earlier delete file in the same commit.
+     */
+    private DeleteWriteResult writeFileScopedDeletes(
+            Map<String, List<LiveRow>> byFile, List<LiveRow> rows, ExecutorService pool) {
+        CarriedDeletes carried = new CarriedDeletes(rows, d -> d.content() == FileContent.POSITION_DELETES);
+        Map<String, String> settings = new HashMap<>(table.properties());
+        settings.putAll(mergeFileSettings(table.properties()));
+        OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++)
+                .operationId(runId)
+                .format(FileFormat.PARQUET)
+                .suffix("deletes")
+                .build();
+        List<Future<FileDeletes>> writes = new ArrayList<>();
+        for (List<LiveRow> fileRows : byFile.values()) {
+            writes.add(pool.submit(() -> {
+                DataFile dataFile = fileRows.get(0).task().file();
+                PositionDeleteIndex before = carried.apply(dataFile.location());
+                long[] positions = positionsOf(before, fileRows);
+                DeleteFile written = PositionDeleteFileWriter.write(
+                        table,
+                        files.newOutputFile(table.specs().get(dataFile.specId()), dataFile.partition())
+                                .encryptingOutputFile(),
+                        dataFile,
+                        positions,
+                        settings);
+                return new FileDeletes(written, before == null ? List.of() : before.deleteFiles(), positions);
+            }));
+        }
+        List<DeleteFile> written = new ArrayList<>();
+        CharSequenceSet referenced = CharSequenceSet.empty();
+        List<DeleteFile> replaced = new ArrayList<>();
+        for (Future<FileDeletes> w : writes) {
+            FileDeletes d = Futures.join(w, "writing position deletes");
+            written.add(d.file());
+            referenced.add(ContentFileUtil.referencedDataFileLocation(d.file()));
+            replaced.addAll(d.replaced());
+            RoaringBitmap held = DeletePositionsCache.bitmapOf(d.positions());
+            if (held != null) {
+                heldDeletes.put(d.file(), held);
+            }
+        }
+        return new DeleteWriteResult(written, referenced, replaced);
+    }
+
+    /** A delete file written for one data file, the delete files it replaces, and the positions it holds. */
+    private record FileDeletes(DeleteFile file, Collection<DeleteFile> replaced, long[] positions) {}
+
+    /** The positions {@code before} deletes and those of {@code rows}, ascending and distinct. */
+    private static long[] positionsOf(PositionDeleteIndex before, List<LiveRow> rows) {
+        long[] all = new long[(int) (rows.size() + (before == null ? 0 : before.cardinality()))];
+        int n = 0;
+        for (LiveRow row : rows) {
+            all[n++] = row.position();
+        }
+        if (before != null) {
+            int[] at = {n};
+            before.forEach(p -> all[at[0]++] = p);
+            n = at[0];
+        }
+        Arrays.sort(all, 0, n);
+        int distinct = 0;
+        for (int i = 0; i < n; i++) {
+            if (distinct == 0 || all[i] != all[distinct - 1]) {
+                all[distinct++] = all[i];
+            }
+        }
+        return Arrays.copyOf(all, distinct);
     }
 
     private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, int writerId, DeleteGranularity granularity) {

@@ -1,0 +1,140 @@
+package dev.ddb2iceberg.write;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ddb2iceberg.config.Environment;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MergerSettings;
+import dev.ddb2iceberg.merge.Merger;
+import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.Operation;
+import dev.ddb2iceberg.staging.BatchStager;
+import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.testkit.KeyedWorkload;
+import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.StreamEvents;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.BaseDeleteLoader;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.deletes.PositionDelete;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
+import org.apache.iceberg.deletes.PositionDeleteWriter;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.util.ContentFileUtil;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Our position delete file for one data file is the file Iceberg's own position delete writer
+ * writes for it: the same positions read back by Iceberg's reader, the same metrics (bounds that
+ * name the data file, no value counts), partition and record count. Written to the embedded S3
+ * server over HTTP, for a data file of a table the merger made (SQLite catalog).
+ */
+@ExtendWith(S3ServerExtension.class)
+class PositionDeleteFileWriterTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void itWritesTheFileIcebergsOwnPositionDeleteWriterWrites(EmbeddedS3Server server) throws IOException {
+        Map<String, String> env =
+                new HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+        env.put("PARTITION_SPEC", "bucket(4, pk)");
+        MergerSettings settings = MergerSettings.from(new Environment(env));
+        var catalog = settings.catalog().load();
+        StagingStore store = new StagingStore(server.newClient(), settings.staging());
+        KeyedWorkload w = new KeyedWorkload(31, 1000);
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 400; i++) {
+            inserts.add(w.upsert(i, Operation.INSERT));
+        }
+        assertTrue(new BatchStager(store)
+                .stage(StreamEvents.batch(inserts).getRecords())
+                .complete());
+        new Merger(catalog, settings.table(), store, settings.options()).run();
+        Table table = catalog.loadTable(TableIdentifier.of(
+                settings.table().namespace(), settings.table().name()));
+        assertTrue(PositionDeleteFileWriter.handles(table), "a Parquet table without encryption");
+        DataFile dataFile;
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            dataFile = tasks.iterator().next().file();
+        }
+        assertTrue(dataFile.recordCount() > 20, "the data file has rows to delete: " + dataFile.recordCount());
+        long[] positions = {0, 3, 4, 17, dataFile.recordCount() - 1};
+
+        OutputFileFactory files = OutputFileFactory.builderFor(table, 0, 7)
+                .format(FileFormat.PARQUET)
+                .suffix("deletes")
+                .build();
+        PartitionSpec spec = table.specs().get(dataFile.specId());
+        DeleteFile ours = PositionDeleteFileWriter.write(
+                table,
+                files.newOutputFile(spec, dataFile.partition()).encryptingOutputFile(),
+                dataFile,
+                positions,
+                MergeWriter.mergeFileSettings(table.properties()));
+
+        PositionDeleteWriter<Record> icebergs = new GenericFileWriterFactory.Builder(table)
+                .deleteFileFormat(FileFormat.PARQUET)
+                .build()
+                .newPositionDeleteWriter(files.newOutputFile(spec, dataFile.partition()), spec, dataFile.partition());
+        try (icebergs) {
+            PositionDelete<Record> delete = PositionDelete.create();
+            for (long p : positions) {
+                icebergs.write(delete.set(dataFile.location(), p));
+            }
+        }
+        DeleteFile theirs = icebergs.toDeleteFile();
+
+        assertEquals(theirs.content(), ours.content());
+        assertEquals(FileFormat.PARQUET, ours.format());
+        assertEquals(theirs.recordCount(), ours.recordCount());
+        assertEquals(theirs.specId(), ours.specId());
+        assertEquals(theirs.partition(), ours.partition());
+        assertEquals(
+                theirs.lowerBounds(), ours.lowerBounds(), "lower bounds (the data file's path, the first position)");
+        assertEquals(theirs.upperBounds(), ours.upperBounds(), "upper bounds");
+        assertEquals(theirs.valueCounts(), ours.valueCounts(), "value counts (none, as Iceberg's)");
+        assertEquals(theirs.nullValueCounts(), ours.nullValueCounts(), "null counts (none, as Iceberg's)");
+        assertEquals(dataFile.location(), ContentFileUtil.referencedDataFileLocation(ours));
+        assertTrue(ContentFileUtil.isFileScoped(ours), "file-scoped");
+        assertEquals(
+                table.io().newInputFile(ours.location()).getLength(),
+                ours.fileSizeInBytes(),
+                "the size recorded is the object's");
+        assertFalse(ours.splitOffsets().isEmpty(), "the row group's offset is recorded");
+
+        BaseDeleteLoader reader = new BaseDeleteLoader(f -> table.io().newInputFile(f));
+        assertEquals(
+                positionsOf(reader.loadPositionDeletes(List.of(theirs), dataFile.location())),
+                positionsOf(reader.loadPositionDeletes(List.of(ours), dataFile.location())),
+                "Iceberg's reader reads the same positions from both");
+        assertEquals(
+                List.of(0L, 3L, 4L, 17L, dataFile.recordCount() - 1),
+                positionsOf(reader.loadPositionDeletes(List.of(ours), dataFile.location())));
+    }
+
+    private static List<Long> positionsOf(PositionDeleteIndex index) {
+        List<Long> positions = new ArrayList<>();
+        index.forEach(positions::add);
+        return positions;
+    }
+}
