@@ -56,17 +56,97 @@ public final class IndexEntries {
         return keyEnds.length;
     }
 
+    private volatile KeyFilter filter; // built at the first lookup: a part's entries are never looked up
+
+    private KeyFilter filter() {
+        KeyFilter f = filter;
+        if (f == null) {
+            f = new KeyFilter(size());
+            for (int i = 0; i < size(); i++) {
+                f.add(hash(keyData, keyFrom(i), keyEnds[i]));
+            }
+            filter = f;
+        }
+        return f;
+    }
+
+    /** Whether the filter lets a key of this hash through to a search (for tests). */
+    boolean filterPasses(long hash) {
+        return filter().mayHold(hash);
+    }
+
+    /** A 64-bit hash of a key's bytes, for {@link #find(byte[], long)}. */
+    public static long hash(byte[] key) {
+        return hash(key, 0, key.length);
+    }
+
+    private static long hash(byte[] data, int from, int to) {
+        long h = 0xcbf29ce484222325L; // FNV-1a, then a 64-bit finalizer to spread the bits
+        for (int i = from; i < to; i++) {
+            h = (h ^ (data[i] & 0xFF)) * 0x100000001b3L;
+        }
+        h ^= h >>> 33;
+        h *= 0xff51afd7ed558ccdL;
+        h ^= h >>> 33;
+        h *= 0xc4ceb9fe1a85ec53L;
+        return h ^ (h >>> 33);
+    }
+
+    /**
+     * A blocked Bloom filter over the keys, about 8 bits a key: four bits of one 64-bit word per key,
+     * so a lookup reads one word. A key it does not hold is in none of the entries; one it holds
+     * probably is (about 3 % are not).
+     */
+    private static final class KeyFilter {
+        private final long[] words;
+        private final int mask;
+
+        KeyFilter(int keys) {
+            int n = Integer.highestOneBit(Math.max(1, keys / 8) * 2 - 1); // a power of two, at least keys/8
+            this.words = new long[Math.max(1, n)];
+            this.mask = words.length - 1;
+        }
+
+        void add(long hash) {
+            words[(int) (hash >>> 32) & mask] |= bits(hash);
+        }
+
+        boolean mayHold(long hash) {
+            long b = bits(hash);
+            return (words[(int) (hash >>> 32) & mask] & b) == b;
+        }
+
+        private static long bits(long hash) {
+            return (1L << (hash & 63))
+                    | (1L << ((hash >>> 6) & 63))
+                    | (1L << ((hash >>> 12) & 63))
+                    | (1L << ((hash >>> 18) & 63));
+        }
+    }
+
     /** Bytes these entries hold in memory, roughly: what the cache counts. */
     public long memoryBytes() {
         long fileBytes = 0;
         for (String f : files) {
             fileBytes += 40 + 2L * f.length();
         }
-        return keyData.length + sequenceData.length + 20L * size() + fileBytes + 100;
+        return keyData.length + sequenceData.length + 21L * size() + fileBytes + 100; // 1 byte a key: the filter
     }
 
     /** The entry of a key, or null when these entries do not mention it. */
     public Entry find(byte[] key) {
+        return find(key, hash(key));
+    }
+
+    /**
+     * As {@link #find(byte[])}, with the key's {@link #hash} computed once by a caller that looks it
+     * up in many entries (a merge looks each key up in every delta of the index, up to 64): most keys
+     * are in none, and the filter answers those without a search.
+     */
+    public Entry find(byte[] key, long hash) {
+        if (!filter().mayHold(hash)) {
+            return null;
+        }
         int lo = 0;
         int hi = size() - 1;
         while (lo <= hi) {

@@ -223,9 +223,10 @@ public final class KeyIndex {
                 key -> {
                     long absorbed =
                             manifest.base().get(IndexKeys.part(key, parts)).absorbed();
+                    long hash = IndexEntries.hash(key);
                     for (int d = deltas.size() - 1; d >= 0; d--) {
                         if (manifest.deltas().get(d).generation() > absorbed) {
-                            IndexEntries.Entry e = deltas.get(d).find(key);
+                            IndexEntries.Entry e = deltas.get(d).find(key, hash);
                             if (e != null) {
                                 return e;
                             }

@@ -59,4 +59,35 @@ class IndexEntriesTest {
         assertEquals(expected.get("k17"), built.find(key(17)) == null ? null : describe(built.find(key(17))));
         assertNull(built.find(key(99_999)), "a key never added is not found");
     }
+
+    @Test
+    void findAnswersEveryKeyAsASearchDoesAndItsFilterPassesFewKeysItDoesNotHold() {
+        Random random = new Random(9);
+        IndexEntries.Builder builder = new IndexEntries.Builder();
+        TreeMap<String, String> expected = new TreeMap<>();
+        for (int i = 0; i < 20_000; i++) {
+            int n = random.nextInt(1_000_000);
+            IndexEntries.Entry e = new IndexEntries.Entry(key(n), "f" + (n % 5), n, BigInteger.valueOf(n));
+            builder.add(e);
+            expected.put("k" + n, describe(e));
+        }
+        IndexEntries built = builder.build();
+        int held = 0;
+        int absentButSearched = 0;
+        for (int n = 0; n < 1_000_000; n += 7) {
+            IndexEntries.Entry found = built.find(key(n), IndexEntries.hash(key(n)));
+            assertEquals(expected.get("k" + n), found == null ? null : describe(found), "key k" + n);
+            if (found != null) {
+                held++;
+            }
+        }
+        assertTrue(held > 100, "some keys looked up are held: " + held);
+        // The filter's false positives: keys it lets through to a search though they are not held.
+        for (int n = 2_000_000; n < 2_100_000; n++) {
+            if (built.filterPasses(IndexEntries.hash(key(n)))) {
+                absentButSearched++;
+            }
+        }
+        assertTrue(absentButSearched < 10_000, "under 10 % of absent keys pass the filter: " + absentButSearched);
+    }
 }
