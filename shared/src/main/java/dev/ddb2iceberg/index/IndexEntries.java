@@ -61,11 +61,16 @@ public final class IndexEntries {
     private KeyFilter filter() {
         KeyFilter f = filter;
         if (f == null) {
-            f = new KeyFilter(size());
-            for (int i = 0; i < size(); i++) {
-                f.add(hash(keyData, keyFrom(i), keyEnds[i]));
+            synchronized (this) { // a merge's threads look keys up in the same delta at once: one builds
+                f = filter;
+                if (f == null) {
+                    f = new KeyFilter(size());
+                    for (int i = 0; i < size(); i++) {
+                        f.add(hash(keyData, keyFrom(i), keyEnds[i]));
+                    }
+                    filter = f;
+                }
             }
-            filter = f;
         }
         return f;
     }
