@@ -16,10 +16,9 @@ import dev.ddb2iceberg.testkit.Compaction;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,11 +28,9 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -101,15 +98,7 @@ class TableShapeTest {
 
     /** The live data files, each with its delete files. */
     private Map<String, List<DeleteFile>> files() {
-        Map<String, List<DeleteFile>> files = new HashMap<>();
-        try (CloseableIterable<FileScanTask> tasks = table().newScan().planFiles()) {
-            for (FileScanTask t : tasks) {
-                files.put(t.file().location(), t.deletes());
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return files;
+        return MergerFixture.dataFilesWithDeletes(table());
     }
 
     private static long deletedPositions(List<DeleteFile> deletes) {

@@ -7,13 +7,18 @@ import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagingStore;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.io.CloseableIterable;
 
 /**
  * The merger's parts as most tests set them up: the table {@code orders} in a bucket of its own on
@@ -87,6 +92,24 @@ public final class MergerFixture {
     public Table table() {
         return catalog.loadTable(TableIdentifier.of(
                 settings.table().namespace(), settings.table().name()));
+    }
+
+    /** The table's live data files, each with its delete files, by location. */
+    public Map<String, List<DeleteFile>> dataFilesWithDeletes() {
+        return dataFilesWithDeletes(table());
+    }
+
+    /** The live data files of {@code table}, each with its delete files, by location. */
+    public static Map<String, List<DeleteFile>> dataFilesWithDeletes(Table table) {
+        Map<String, List<DeleteFile>> files = new HashMap<>();
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            for (FileScanTask t : tasks) {
+                files.put(t.file().location(), t.deletes());
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return files;
     }
 
     /** Fails, with the difference, unless the table holds exactly the model's items. */

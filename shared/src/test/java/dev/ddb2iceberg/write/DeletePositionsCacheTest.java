@@ -5,24 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.merge.MergeOptions;
-import dev.ddb2iceberg.merge.MergeResult;
 import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.BatchStager;
-import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.StreamEvents;
-import dev.ddb2iceberg.testkit.TableItems;
-import java.io.IOException;
-import java.io.UncheckedIOException;
+import dev.ddb2iceberg.testkit.MergerFixture;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -32,14 +22,10 @@ import java.util.TreeSet;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileMetadata;
-import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Catalog;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
-import org.apache.iceberg.io.CloseableIterable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -59,26 +45,26 @@ class DeletePositionsCacheTest {
     @TempDir
     Path dir;
 
-    private final Map<String, String> env = new HashMap<>();
-    private final ExpectedTable model = new ExpectedTable();
     private EmbeddedS3Server server;
-    private MergerSettings settings;
-    private Catalog catalog;
-    private StagingStore store;
+    private MergerFixture fixture;
 
     @BeforeEach
     void setUp(EmbeddedS3Server server) {
         this.server = server;
-        env.putAll(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
+    }
+
+    private void configure(Map<String, String> overrides) {
+        Map<String, String> env = new HashMap<>(overrides);
         env.put("PARTITION_SPEC", "none");
+        fixture = new MergerFixture(server, dir, env);
     }
 
     @ParameterizedTest(name = "format v{0}")
     @ValueSource(ints = {2, 3})
     void aWarmMergerCarriesEarlierDeletesFromMemoryAndHoldsWhatStorageHolds(int formatVersion) {
-        env.put("TABLE_FORMAT_VERSION", Integer.toString(formatVersion));
-        configure();
-        MergeOptions noFolding = settings.options().withRewriteFilesBelow(0); // every touched file gets deletes
+        configure(Map.of("TABLE_FORMAT_VERSION", Integer.toString(formatVersion)));
+        MergeOptions noFolding =
+                fixture.settings().options().withRewriteFilesBelow(0); // every touched file gets deletes
         KeyedWorkload w = new KeyedWorkload(21, 1000);
         List<Change> inserts = new ArrayList<>();
         for (int i = 0; i < 120; i++) {
@@ -106,15 +92,15 @@ class DeletePositionsCacheTest {
 
     @Test
     void aContainerThatHoldsNothingReadsTheEarlierDeletesFromStorage() {
-        configure();
-        MergeOptions noFolding = settings.options().withRewriteFilesBelow(0);
+        configure(Map.of());
+        MergeOptions noFolding = fixture.settings().options().withRewriteFilesBelow(0);
         KeyedWorkload w = new KeyedWorkload(22, 1000);
         List<Change> inserts = new ArrayList<>();
         for (int i = 0; i < 120; i++) {
             inserts.add(w.upsert(i, Operation.INSERT));
         }
         merge(inserts, noFolding);
-        String loaded = files().keySet().iterator().next();
+        String loaded = fixture.dataFilesWithDeletes().keySet().iterator().next();
         merge(List.of(w.upsert(1, Operation.MODIFY), w.remove(2, false)), noFolding);
 
         DeletePositionsCache held = DeletePositionsCache.shared();
@@ -122,7 +108,7 @@ class DeletePositionsCacheTest {
         long misses = held.misses();
         merge(List.of(w.upsert(3, Operation.MODIFY), w.remove(4, false)), noFolding);
         assertEquals(misses + 1, held.misses(), "the earlier delete file was read from storage");
-        List<DeleteFile> deletes = files().get(loaded);
+        List<DeleteFile> deletes = fixture.dataFilesWithDeletes().get(loaded);
         assertEquals(1, deletes.size(), "the first data file has one delete file: " + deletes);
         assertEquals(4, deletes.get(0).recordCount(), "it carries the two earlier positions and the two new ones");
         assertHeldEqualsStored(held); // and the new file is held from now on
@@ -162,49 +148,19 @@ class DeletePositionsCacheTest {
         assertNull(held.positions(List.of(a, b)), "positions of several files are held only when all are");
     }
 
-    private void configure() {
-        settings = MergerSettings.from(new Environment(env));
-        catalog = settings.catalog().load();
-        store = new StagingStore(server.newClient(), settings.staging());
-    }
-
-    private Table table() {
-        return catalog.loadTable(TableIdentifier.of(
-                settings.table().namespace(), settings.table().name()));
-    }
-
-    private MergeResult merge(List<Change> batch, MergeOptions options) {
-        assertTrue(new BatchStager(store)
-                .stage(StreamEvents.batch(batch).getRecords())
-                .complete());
-        model.apply(batch);
-        MergeResult r = new Merger(catalog, settings.table(), store, options).run();
-        var actual = TableItems.read(table());
-        assertTrue(
-                model.items().equals(actual),
-                () -> "the table differs from the model after " + r + ": " + ExpectedTable.diff(model.items(), actual));
-        return r;
-    }
-
-    /** The live data files, each with its delete files. */
-    private Map<String, List<DeleteFile>> files() {
-        Map<String, List<DeleteFile>> files = new HashMap<>();
-        try (CloseableIterable<FileScanTask> tasks = table().newScan().planFiles()) {
-            for (FileScanTask t : tasks) {
-                files.put(t.file().location(), t.deletes());
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return files;
+    private void merge(List<Change> batch, MergeOptions options) {
+        fixture.stage(batch);
+        new Merger(fixture.catalog(), fixture.settings().table(), fixture.store(), options).run();
+        fixture.assertTableHoldsModel();
     }
 
     /** Every delete file of the table that the cache holds deletes the positions storage says it does. */
     private void assertHeldEqualsStored(DeletePositionsCache held) {
-        Table table = table();
+        Table table = fixture.table();
         BaseDeleteLoader storage = new BaseDeleteLoader(f -> table.io().newInputFile(f));
         int compared = 0;
-        for (Map.Entry<String, List<DeleteFile>> f : files().entrySet()) {
+        for (Map.Entry<String, List<DeleteFile>> f :
+                fixture.dataFilesWithDeletes().entrySet()) {
             for (DeleteFile d : f.getValue()) {
                 PositionDeleteIndex inMemory = held.positions(List.of(d));
                 assertNotNull(inMemory, "the delete file this container wrote is held: " + d.location());

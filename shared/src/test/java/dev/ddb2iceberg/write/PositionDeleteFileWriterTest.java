@@ -4,22 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import dev.ddb2iceberg.function.MergerSettings;
-import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.staging.BatchStager;
-import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.LocalStack;
-import dev.ddb2iceberg.testkit.StreamEvents;
+import dev.ddb2iceberg.testkit.MergerFixture;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.DataFile;
@@ -28,7 +21,6 @@ import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.Record;
@@ -55,23 +47,15 @@ class PositionDeleteFileWriterTest {
 
     @Test
     void itWritesTheFileIcebergsOwnPositionDeleteWriterWrites(EmbeddedS3Server server) throws IOException {
-        Map<String, String> env =
-                new HashMap<>(new LocalStack(server, S3ServerExtension.newBucket(server), dir).environment("orders"));
-        env.put("PARTITION_SPEC", "bucket(4, pk)");
-        MergerSettings settings = MergerSettings.from(new Environment(env));
-        var catalog = settings.catalog().load();
-        StagingStore store = new StagingStore(server.newClient(), settings.staging());
+        MergerFixture fixture = new MergerFixture(server, dir, Map.of("PARTITION_SPEC", "bucket(4, pk)"));
         KeyedWorkload w = new KeyedWorkload(31, 1000);
         List<Change> inserts = new ArrayList<>();
         for (int i = 0; i < 400; i++) {
             inserts.add(w.upsert(i, Operation.INSERT));
         }
-        assertTrue(new BatchStager(store)
-                .stage(StreamEvents.batch(inserts).getRecords())
-                .complete());
-        new Merger(catalog, settings.table(), store, settings.options()).run();
-        Table table = catalog.loadTable(TableIdentifier.of(
-                settings.table().namespace(), settings.table().name()));
+        fixture.stage(inserts);
+        fixture.merger().run();
+        Table table = fixture.table();
         assertTrue(PositionDeleteFileWriter.handles(table), "a Parquet table without encryption");
         DataFile dataFile;
         try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
