@@ -91,20 +91,6 @@ public final class DeletePositionsCache {
         }
     }
 
-    /** Positions as a bitmap, or null when one is past what a 32-bit bitmap holds. */
-    static RoaringBitmap bitmapOf(PositionDeleteIndex index) {
-        RoaringBitmap bitmap = new RoaringBitmap();
-        boolean[] tooFar = {false};
-        index.forEach(p -> {
-            if (p > Integer.MAX_VALUE) {
-                tooFar[0] = true;
-            } else {
-                bitmap.add((int) p);
-            }
-        });
-        return tooFar[0] ? null : bitmap;
-    }
-
     /** Forgets everything held, as a new container starts (for tests). */
     synchronized void clear() {
         held.clear();

@@ -64,14 +64,9 @@ public final class MergeWriter {
     private int taskId;
 
     public MergeWriter(Table table, String runId) {
-        this(table, runId, DeletePositionsCache.shared());
-    }
-
-    /** @param heldDeletes where the positions of delete files this container wrote are kept */
-    MergeWriter(Table table, String runId, DeletePositionsCache heldDeletes) {
         this.table = table;
         this.runId = runId;
-        this.heldDeletes = heldDeletes;
+        this.heldDeletes = DeletePositionsCache.shared();
     }
 
     /**
@@ -307,10 +302,7 @@ public final class MergeWriter {
             written.add(d.file());
             referenced.add(ContentFileUtil.referencedDataFileLocation(d.file()));
             replaced.addAll(d.replaced());
-            RoaringBitmap held = DeletePositionsCache.bitmapOf(d.positions());
-            if (held != null) {
-                heldDeletes.put(d.file(), held);
-            }
+            hold(d.file(), d.positions());
         }
         return new DeleteWriteResult(written, referenced, replaced);
     }
@@ -425,24 +417,24 @@ public final class MergeWriter {
          * the file's own, so a wrong idea of the file is never held.)
          */
         void remember(DeleteWriteResult result, List<LiveRow> rows) {
-            Map<String, RoaringBitmap> deletedNow = new HashMap<>();
-            for (LiveRow row : rows) {
-                RoaringBitmap positions =
-                        deletedNow.computeIfAbsent(row.task().file().location(), f -> new RoaringBitmap());
-                if (row.position() <= Integer.MAX_VALUE) {
-                    positions.add((int) row.position());
-                }
-            }
+            Map<String, List<LiveRow>> byFile = new HashMap<>();
+            rows.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
+                    .add(r));
             for (DeleteFile file : result.deleteFiles()) {
                 String dataFile = ContentFileUtil.referencedDataFileLocation(file);
-                RoaringBitmap positions = dataFile == null ? null : deletedNow.remove(dataFile);
-                PositionDeleteIndex before = dataFile == null ? null : carried.get(dataFile);
-                RoaringBitmap beforeBits = before == null ? new RoaringBitmap() : DeletePositionsCache.bitmapOf(before);
-                if (positions != null && beforeBits != null) {
-                    positions.or(beforeBits);
-                    heldDeletes.put(file, positions);
+                List<LiveRow> deletedNow = dataFile == null ? null : byFile.get(dataFile);
+                if (deletedNow != null) {
+                    hold(file, positionsOf(carried.get(dataFile), deletedNow));
                 }
             }
+        }
+    }
+
+    /** Holds what a delete file just written deletes, for the next merge in this container. */
+    private void hold(DeleteFile file, long[] positions) {
+        RoaringBitmap bitmap = DeletePositionsCache.bitmapOf(positions);
+        if (bitmap != null) {
+            heldDeletes.put(file, bitmap);
         }
     }
 
