@@ -322,12 +322,18 @@ public final class MergeThroughput {
             IndexCache cache = IndexCache.shared(INDEX_CACHE_BYTES, INDEX_DISK_CACHE_BYTES);
             List<Long> diskBytes = new ArrayList<>();
             List<Double> ownCpu = new ArrayList<>(); // the process's CPU less the embedded S3 server's
+            // Of that, the JIT compiling and the collector: a scheduled merger's container lives for
+            // hours, so the JIT's share falls merge after merge; the rest is the merge's own work.
+            List<Double> jitCpu = new ArrayList<>();
+            List<Double> gcCpu = new ArrayList<>();
             for (int m = 0; m < STEADY_MERGES; m++) {
                 stage(stager, rows, changes, PRIME + changes * (m + 2), random);
                 long read0 = cache.bytesRead();
                 long disk0 = cache.diskBytesRead();
                 long c0 = processCpuNanos();
                 Map<Long, Long> s0 = serverThreadCpu();
+                Map<Long, Long> jit0 = jvmThreadCpu(JIT_THREADS);
+                Map<Long, Long> gc0 = jvmThreadCpu(GC_THREADS);
                 if (profile != null && profileSteady) { // the merges alone, not the staging between them
                     profiler(m == 0 ? PROFILER_START : "resume");
                 }
@@ -338,6 +344,8 @@ public final class MergeThroughput {
                 }
                 times.add((System.nanoTime() - m0) / 1e9);
                 ownCpu.add((processCpuNanos() - c0 - serverCpuNanosSince(s0)) / 1e9);
+                jitCpu.add(jvmThreadCpuSince(jit0, JIT_THREADS) / 1e9);
+                gcCpu.add(jvmThreadCpuSince(gc0, GC_THREADS) / 1e9);
                 indexBytes.add(cache.bytesRead() - read0);
                 diskBytes.add(cache.diskBytesRead() - disk0);
             }
@@ -355,6 +363,17 @@ public final class MergeThroughput {
                     "%d more merges of %,d changes: mean %.2f s, p95 %.2f s, max %.2f s; mean %.2f s of the"
                             + " merger's own CPU (the embedded S3 server's left out), %,.0f changes per CPU-second%n",
                     STEADY_MERGES, changes, mean, p95, max, meanCpu, changes / meanCpu);
+            double meanJit =
+                    jitCpu.stream().mapToDouble(Double::doubleValue).average().orElse(0);
+            double meanGc =
+                    gcCpu.stream().mapToDouble(Double::doubleValue).average().orElse(0);
+            System.out.printf(
+                    "  of which the JIT compiling %.2f s (per merge: %s) and the collector %.2f s; without the"
+                            + " JIT, %,.0f changes per CPU-second%n",
+                    meanJit,
+                    jitCpu.stream().map(s -> String.format("%.2f", s)).toList(),
+                    meanGc,
+                    changes / (meanCpu - meanJit));
             double median = sorted.get(sorted.size() / 2);
             long inMemory = keyIndex ? indexMemoryBytes(table) : 0;
             String cached = String.format(
@@ -451,6 +470,49 @@ public final class MergeThroughput {
         }
         return nanos;
     }
+
+    /**
+     * CPU nanoseconds of the JVM's own threads whose name starts with {@code prefix} ("C1 Compiler",
+     * "C2 Compiler": the JIT; "GC Thread": the parallel collector), by Linux thread id, read from
+     * /proc (the JMX thread bean does not see these threads). Empty where there is no /proc.
+     */
+    private static Map<Long, Long> jvmThreadCpu(String... prefixes) {
+        Map<Long, Long> cpu = new HashMap<>();
+        long tick = 10_000_000L; // USER_HZ is 100 on Linux: /proc counts CPU in 10 ms ticks
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : (Iterable<Path>) tasks::iterator) {
+                try {
+                    String name = Files.readString(task.resolve("comm")).trim();
+                    if (Arrays.stream(prefixes).noneMatch(name::startsWith)) {
+                        continue;
+                    }
+                    String stat = Files.readString(task.resolve("stat"));
+                    // Fields after the name's closing parenthesis: state is field 3, utime 14, stime 15.
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    cpu.put(
+                            Long.parseLong(task.getFileName().toString()),
+                            (Long.parseLong(f[11]) + Long.parseLong(f[12])) * tick);
+                } catch (IOException | RuntimeException gone) {
+                    // the thread ended while we read it: what it spent is not counted
+                }
+            }
+        } catch (IOException noProc) {
+            return cpu;
+        }
+        return cpu;
+    }
+
+    /** What those threads spent since {@code before}; a thread that ended meanwhile is left out (an underestimate). */
+    private static long jvmThreadCpuSince(Map<Long, Long> before, String... prefixes) {
+        long nanos = 0;
+        for (Map.Entry<Long, Long> now : jvmThreadCpu(prefixes).entrySet()) {
+            nanos += now.getValue() - before.getOrDefault(now.getKey(), 0L);
+        }
+        return nanos;
+    }
+
+    private static final String[] JIT_THREADS = {"C1 Compiler", "C2 Compiler"};
+    private static final String[] GC_THREADS = {"GC Thread", "VM Thread"};
 
     /**
      * Starts async-profiler on every thread. {@code -Dbench.profileEvent=wall}: where each thread waits,
