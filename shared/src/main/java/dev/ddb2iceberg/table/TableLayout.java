@@ -59,6 +59,20 @@ public final class TableLayout {
     private final Map<String, Types.NestedField> columnsByAttribute = new HashMap<>();
     /** Lower-cased names of all top-level columns: engines such as Athena ignore case. */
     private final Map<String, String> columnsByLowerName = new HashMap<>();
+    /** Where {@link #toRow} puts each attribute that has a column, worked out once, not per value. */
+    private final Map<String, Slot> slotsByAttribute = new HashMap<>();
+    /** A row of nulls that {@link #toRow} copies (GenericRecord.create looks the schema up in a shared cache). */
+    private final GenericRecord emptyRow;
+    /** Positions of the metadata columns in a row; -1 for ITEM and VARIANT when the table has none. */
+    private final int overflowAt;
+
+    private final int seqAt;
+    private final int timeAt;
+    private final int itemAt;
+    private final int variantAt;
+
+    /** An attribute's column, its position in a row, and the shape its values are projected by. */
+    private record Slot(int position, Types.NestedField column, String shape) {}
 
     private TableLayout(Schema schema, Map<String, String> keyDdbTypes, ColumnNames names) {
         this.schema = schema;
@@ -81,6 +95,28 @@ public final class TableLayout {
             columns.add(column.name());
         }
         this.keyColumns = List.copyOf(columns);
+        Map<Integer, Integer> positionOfId = new HashMap<>();
+        for (int i = 0; i < schema.columns().size(); i++) {
+            positionOfId.put(schema.columns().get(i).fieldId(), i);
+        }
+        columnsByAttribute.forEach((attribute, column) -> slotsByAttribute.put(
+                attribute,
+                new Slot(
+                        positionOfId.get(column.fieldId()),
+                        column,
+                        keyDdbTypes.getOrDefault(attribute, TypeMapping.shapeOf(column)))));
+        this.emptyRow = GenericRecord.create(schema);
+        this.overflowAt = positionOf(schema, OVERFLOW);
+        this.seqAt = positionOf(schema, SEQ);
+        this.timeAt = positionOf(schema, TIME);
+        this.itemAt = positionOf(schema, ITEM);
+        this.variantAt = positionOf(schema, VARIANT);
+    }
+
+    /** The position of top-level column {@code name} in a row, or -1. */
+    private static int positionOf(Schema schema, String name) {
+        Types.NestedField field = schema.findField(name);
+        return field == null ? -1 : schema.columns().indexOf(field);
     }
 
     public static TableLayout of(Table table) {
@@ -188,14 +224,43 @@ public final class TableLayout {
     /** Rows of {@code rows} (a projection holding the key columns) in key order. */
     @SuppressWarnings("unchecked")
     public Comparator<Record> keyOrder(Schema rows) {
-        Comparator<Record> order = (a, b) -> 0;
-        for (String key : keyColumns) {
-            Comparator<Object> c = (Comparator<Object>) (Comparator<?>)
-                    Comparators.forType(rows.findField(key).type().asPrimitiveType());
-            int pos = rows.columns().indexOf(rows.findField(key)); // by position: no name lookup per compare
-            order = order.thenComparing((a, b) -> c.compare(a.get(pos, Object.class), b.get(pos, Object.class)));
+        int n = keyColumns.size();
+        int[] positions = new int[n];
+        Comparator<Object>[] orders = new Comparator[n];
+        for (int k = 0; k < n; k++) {
+            Types.NestedField field = rows.findField(keyColumns.get(k));
+            positions[k] = rows.columns().indexOf(field); // by position: no name lookup per compare
+            orders[k] = (Comparator<Object>)
+                    (Comparator<?>) Comparators.forType(field.type().asPrimitiveType());
         }
-        return order;
+        return new KeyOrder(positions, orders);
+    }
+
+    /**
+     * Rows compared key column by key column. One small class, not a chain of
+     * {@code Comparator.thenComparing}: that chain's lambda is one class shared by every chain in
+     * the process, so the JIT cannot inline the comparisons it makes, and a merge sorts every row
+     * it writes.
+     */
+    private static final class KeyOrder implements Comparator<Record> {
+        private final int[] positions;
+        private final Comparator<Object>[] orders;
+
+        KeyOrder(int[] positions, Comparator<Object>[] orders) {
+            this.positions = positions;
+            this.orders = orders;
+        }
+
+        @Override
+        public int compare(Record a, Record b) {
+            for (int k = 0; k < positions.length; k++) {
+                int c = orders[k].compare(a.get(positions[k], Object.class), b.get(positions[k], Object.class));
+                if (c != 0) {
+                    return c;
+                }
+            }
+            return 0;
+        }
     }
 
     /**
@@ -349,16 +414,16 @@ public final class TableLayout {
 
     /** The row for an item written by change {@code c}. */
     public Record toRow(Change c) {
-        GenericRecord row = GenericRecord.create(schema);
+        GenericRecord row = emptyRow.copy();
         Map<String, String> overflow = null;
         for (Map.Entry<String, DdbValue> e : c.newImage().entrySet()) {
             String name = e.getKey();
-            Types.NestedField column = columnsByAttribute.get(name);
+            Slot slot = slotsByAttribute.get(name);
             boolean exact = false;
-            if (column != null) {
-                String shape = keyDdbTypes.getOrDefault(name, TypeMapping.shapeOf(column));
-                TypeMapping.Projection p = TypeMapping.project(e.getValue(), column.type(), shape, names);
-                row.setField(column.name(), p.value());
+            if (slot != null) {
+                TypeMapping.Projection p =
+                        TypeMapping.project(e.getValue(), slot.column().type(), slot.shape(), names);
+                row.set(slot.position(), p.value());
                 exact = p.exact();
             }
             if (!exact) {
@@ -368,15 +433,14 @@ public final class TableLayout {
                 overflow.put(name, DdbJson.write(e.getValue()));
             }
         }
-        row.setField(OVERFLOW, overflow);
-        row.setField(SEQ, SequenceNumbers.pad(c.sequenceNumber()));
-        row.setField(
-                TIME, OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
-        if (schema.findField(ITEM) != null) {
-            row.setField(ITEM, DdbJson.writeItem(c.newImage()));
+        row.set(overflowAt, overflow);
+        row.set(seqAt, SequenceNumbers.pad(c.sequenceNumber()));
+        row.set(timeAt, OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
+        if (itemAt >= 0) {
+            row.set(itemAt, DdbJson.writeItem(c.newImage()));
         }
-        if (schema.findField(VARIANT) != null) {
-            row.setField(VARIANT, VariantItem.of(c.newImage()));
+        if (variantAt >= 0) {
+            row.set(variantAt, VariantItem.of(c.newImage()));
         }
         return row;
     }

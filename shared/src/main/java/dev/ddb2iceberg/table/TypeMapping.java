@@ -21,7 +21,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.IntSupplier;
-import java.util.regex.Pattern;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.types.Type;
@@ -60,9 +59,6 @@ public final class TypeMapping {
 
     /** What {@link #keyToColumn} returns for a key value its column cannot hold. */
     public static final Object DOES_NOT_FIT = new Object();
-
-    /** An integer exactly as Long.toString would write it: no sign on zero, no leading zeros, no exponent. */
-    private static final Pattern CANONICAL_LONG = Pattern.compile("0|-?[1-9][0-9]{0,18}");
 
     /** A column value and whether turning it back gives the DynamoDB value exactly. */
     public record Projection(Object value, boolean exact) {
@@ -601,9 +597,26 @@ public final class TypeMapping {
         return reconstruct(value, null, ddbType);
     }
 
+    /** An integer exactly as Long.toString would write it: no sign on zero, no leading zeros, no exponent. */
     public static boolean isCanonicalLong(String text) {
-        if (!CANONICAL_LONG.matcher(text).matches()) {
+        // By hand, not by regular expression: the merge asks this of every number it writes.
+        int n = text.length();
+        int first = n > 0 && text.charAt(0) == '-' ? 1 : 0;
+        int digits = n - first;
+        if (digits < 1 || digits > 19) {
             return false;
+        }
+        if (text.charAt(first) == '0') {
+            return n == 1; // "0" alone: no leading zeros, no "-0"
+        }
+        for (int i = first; i < n; i++) {
+            char ch = text.charAt(i);
+            if (ch < '0' || ch > '9') {
+                return false;
+            }
+        }
+        if (digits < 19) {
+            return true;
         }
         try {
             Long.parseLong(text);

@@ -368,4 +368,49 @@ class TypeMappingTest {
                 .contains("precision 1 to 38"));
         assertFalse(TypeHints.parse("", "COLUMN_TYPES").containsKey(""));
     }
+
+    /**
+     * A canonical long is exactly what Long.toString writes: the hand-written check agrees with
+     * that definition on edge cases and on random texts of digits and signs.
+     */
+    @Test
+    void canonicalLongIsExactlyWhatLongToStringWrites() {
+        for (String yes : List.of("0", "7", "-7", "10", "9223372036854775807", "-9223372036854775808")) {
+            assertTrue(TypeMapping.isCanonicalLong(yes), yes + " is canonical");
+        }
+        for (String no : List.of(
+                "",
+                "-",
+                "-0",
+                "00",
+                "01",
+                "+1",
+                "1.0",
+                "1e3",
+                " 1",
+                "1 ",
+                "9223372036854775808",
+                "-9223372036854775809",
+                "12345678901234567890",
+                "٣")) {
+            assertFalse(TypeMapping.isCanonicalLong(no), "'" + no + "' is not canonical");
+        }
+        Random random = new Random(7);
+        String alphabet = "-0123456789";
+        for (int i = 0; i < 100_000; i++) {
+            StringBuilder text = new StringBuilder();
+            int length = random.nextInt(21);
+            for (int j = 0; j < length; j++) {
+                text.append(alphabet.charAt(random.nextInt(alphabet.length())));
+            }
+            String t = text.toString();
+            boolean canonical;
+            try {
+                canonical = Long.toString(Long.parseLong(t)).equals(t);
+            } catch (NumberFormatException e) {
+                canonical = false;
+            }
+            assertEquals(canonical, TypeMapping.isCanonicalLong(t), "'" + t + "'");
+        }
+    }
 }
