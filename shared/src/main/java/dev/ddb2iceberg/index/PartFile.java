@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.index;
 
 import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdException;
 import dev.ddb2iceberg.util.Futures;
 import java.io.ByteArrayOutputStream;
@@ -11,6 +12,8 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -45,6 +48,39 @@ final class PartFile {
     private static final int LEVEL = 1;
     /** No block or footer decompresses to more than this (a damaged length is refused, not allocated). */
     private static final long MAX_RAW_BYTES = 1L << 30;
+
+    /**
+     * Decompressors (a zstd context and a block buffer), each used by one thread at a time and then
+     * handed back. A new context per block (what Zstd.decompressByteArray makes) costs a native
+     * allocation and a cleared workspace, a quarter of a key's lookup; a new buffer per block was a
+     * tenth of a merge's allocation. There are at most as many as threads that ever decompressed at
+     * once.
+     */
+    private static final Queue<Decompressor> DECOMPRESSORS = new ConcurrentLinkedQueue<>();
+
+    private static final class Decompressor {
+        final ZstdDecompressCtx context = new ZstdDecompressCtx();
+        byte[] buffer = new byte[BLOCK_BYTES + 256];
+        private boolean closed;
+
+        static Decompressor take() {
+            Decompressor d = DECOMPRESSORS.poll();
+            return d != null ? d : new Decompressor();
+        }
+
+        /** Hands it back for the next thread, unless its context was closed. */
+        void give() {
+            if (!closed) {
+                DECOMPRESSORS.offer(this);
+            }
+        }
+
+        /** Closes the context (after zstd refused a frame, it is not trusted again). */
+        void close() {
+            closed = true;
+            context.close();
+        }
+    }
 
     private static final int FOOTER_MAGIC = 0xDD82_0002;
     private static final int TAIL_MAGIC = 0xDD82_FFFF;
@@ -686,7 +722,24 @@ final class PartFile {
      * throws {@link DamagedIndexException}.
      */
     static List<IndexEntries.Entry> find(Footer footer, int block, byte[] data, int at, List<byte[]> keys) {
-        BlockEntries entries = new BlockEntries(footer, block(footer, block, data, at));
+        checkBlock(footer, block, data, at);
+        // The block is decoded into the decompressor's buffer: every entry found is copied out of it.
+        Decompressor d = Decompressor.take();
+        try {
+            return find(footer, block, d, data, at, keys);
+        } finally {
+            d.give();
+        }
+    }
+
+    private static List<IndexEntries.Entry> find(
+            Footer footer, int block, Decompressor d, byte[] data, int at, List<byte[]> keys) {
+        int rawLength = footer.rawLengths[block];
+        if (d.buffer.length < rawLength) {
+            d.buffer = new byte[rawLength];
+        }
+        decompress(d, footer.location, "block " + block, data, at, footer.lengths[block], rawLength, d.buffer);
+        BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, d.buffer, 0, rawLength));
         List<IndexEntries.Entry> found = new ArrayList<>();
         int k = 0;
         for (int i = 0; i < footer.counts[block] && k < keys.size(); i++) {
@@ -771,12 +824,17 @@ final class PartFile {
 
     /** A block's raw entries, after checking its CRC; {@code at}: where the block starts in {@code data}. */
     private static Reader block(Footer footer, int block, byte[] data, int at) {
+        checkBlock(footer, block, data, at);
+        byte[] raw = decompress(
+                footer.location, "block " + block, data, at, footer.lengths[block], footer.rawLengths[block]);
+        return new Reader(footer.location, raw, 0);
+    }
+
+    private static void checkBlock(Footer footer, int block, byte[] data, int at) {
         int length = footer.lengths[block];
         if (at < 0 || at + length > data.length || crc(data, at, length) != footer.crcs[block]) {
             throw new DamagedIndexException(footer.location + " has a damaged block " + block + " (CRC mismatch)");
         }
-        byte[] raw = decompress(footer.location, "block " + block, data, at, length, footer.rawLengths[block]);
-        return new Reader(footer.location, raw, 0);
     }
 
     /**
@@ -784,20 +842,41 @@ final class PartFile {
      * (-1: what the frame says, for the footer).
      */
     private static byte[] decompress(String location, String what, byte[] data, int at, int length, int rawLength) {
+        long size;
         try {
-            long size = rawLength >= 0 ? rawLength : Zstd.decompressedSize(data, at, length);
-            if (size <= 0 || size > MAX_RAW_BYTES) {
-                throw new DamagedIndexException(location + " has a " + what + " of " + size + " bytes uncompressed");
-            }
-            byte[] raw = new byte[(int) size];
-            long n = Zstd.decompressByteArray(raw, 0, raw.length, data, at, length);
-            if (Zstd.isError(n) || n != size) {
-                throw new DamagedIndexException(
-                        location + " has a damaged " + what + " (" + n + " of " + size + " bytes)");
-            }
-            return raw;
+            size = rawLength >= 0 ? rawLength : Zstd.decompressedSize(data, at, length);
         } catch (ZstdException e) {
             throw new DamagedIndexException(location + " has a damaged " + what + " (" + e.getMessage() + ")");
+        }
+        if (size <= 0 || size > MAX_RAW_BYTES) {
+            throw new DamagedIndexException(location + " has a " + what + " of " + size + " bytes uncompressed");
+        }
+        byte[] raw = new byte[(int) size];
+        Decompressor d = Decompressor.take();
+        try {
+            decompress(d, location, what, data, at, length, (int) size, raw);
+        } finally {
+            d.give();
+        }
+        return raw;
+    }
+
+    /**
+     * Decompresses into the start of {@code target} exactly {@code size} bytes, or throws
+     * {@link DamagedIndexException} (and closes the decompressor's context).
+     */
+    private static void decompress(
+            Decompressor d, String location, String what, byte[] data, int at, int length, int size, byte[] target) {
+        long n;
+        try {
+            n = d.context.decompressByteArray(target, 0, size, data, at, length);
+        } catch (ZstdException e) {
+            d.close();
+            throw new DamagedIndexException(location + " has a damaged " + what + " (" + e.getMessage() + ")");
+        }
+        if (n != size) {
+            d.close();
+            throw new DamagedIndexException(location + " has a damaged " + what + " (" + n + " of " + size + " bytes)");
         }
     }
 
@@ -822,12 +901,20 @@ final class PartFile {
     private static final class Reader {
         private final String location;
         private final byte[] data;
+        /** Where the bytes to read end: {@code data} may be a reused buffer longer than them. */
+        private final int end;
+
         private int at;
 
         Reader(String location, byte[] data, int at) {
+            this(location, data, at, data.length);
+        }
+
+        Reader(String location, byte[] data, int at, int end) {
             this.location = location;
             this.data = data;
             this.at = at;
+            this.end = end;
         }
 
         int position() {
@@ -837,7 +924,7 @@ final class PartFile {
         long varint() {
             long value = 0;
             for (int shift = 0; shift < 64; shift += 7) {
-                if (at >= data.length) {
+                if (at >= end) {
                     throw damaged("an entry cut short");
                 }
                 byte b = data[at++];
@@ -859,7 +946,7 @@ final class PartFile {
         }
 
         int int32() {
-            if (at + 4 > data.length) {
+            if (at + 4 > end) {
                 throw damaged("an entry cut short");
             }
             int v = readInt(data, at);
@@ -869,7 +956,7 @@ final class PartFile {
 
         /** Skips {@code n} bytes; returns where they start. */
         int skip(int n) {
-            if (n < 0 || at + n > data.length) {
+            if (n < 0 || at + n > end) {
                 throw damaged("an entry cut short");
             }
             at += n;
@@ -877,14 +964,14 @@ final class PartFile {
         }
 
         byte[] bytes() {
-            int n = count(data.length - at);
+            int n = count(end - at);
             byte[] b = Arrays.copyOfRange(data, at, at + n);
             at += n;
             return b;
         }
 
         void copyTo(byte[] target, int offset, int n) {
-            if (n < 0 || at + n > data.length) {
+            if (n < 0 || at + n > end) {
                 throw damaged("an entry cut short");
             }
             System.arraycopy(data, at, target, offset, n);
