@@ -57,6 +57,8 @@ final class PartFile {
      * once.
      */
     private static final Queue<Decompressor> DECOMPRESSORS = new ConcurrentLinkedQueue<>();
+    /** The largest block buffer a pooled decompressor keeps (blocks are about {@link #BLOCK_BYTES}). */
+    private static final int POOLED_BUFFER_MAX = 8 * BLOCK_BYTES;
 
     private static final class Decompressor {
         final ZstdDecompressCtx context = new ZstdDecompressCtx();
@@ -735,11 +737,17 @@ final class PartFile {
     private static List<IndexEntries.Entry> find(
             Footer footer, int block, Decompressor d, byte[] data, int at, List<byte[]> keys) {
         int rawLength = footer.rawLengths[block];
-        if (d.buffer.length < rawLength) {
+        if (rawLength <= 0 || rawLength > MAX_RAW_BYTES) {
+            throw new DamagedIndexException(
+                    footer.location + " has a block " + block + " of " + rawLength + " bytes uncompressed");
+        }
+        if (d.buffer.length < rawLength && rawLength <= POOLED_BUFFER_MAX) {
             d.buffer = new byte[rawLength];
         }
-        decompress(d, footer.location, "block " + block, data, at, footer.lengths[block], rawLength, d.buffer);
-        BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, d.buffer, 0, rawLength));
+        // A block longer than any this writer makes gets its own array, not kept in the pool.
+        byte[] raw = rawLength <= d.buffer.length ? d.buffer : new byte[rawLength];
+        decompress(d, footer.location, "block " + block, data, at, footer.lengths[block], rawLength, raw);
+        BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, raw, 0, rawLength));
         List<IndexEntries.Entry> found = new ArrayList<>();
         int k = 0;
         for (int i = 0; i < footer.counts[block] && k < keys.size(); i++) {
