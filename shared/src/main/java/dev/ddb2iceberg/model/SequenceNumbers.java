@@ -40,7 +40,10 @@ public final class SequenceNumbers {
 
     /** Zero-padded to 40 digits, so that text order of padded numbers is their numeric order. */
     public static String pad(String seq) {
-        String s = stripLeadingZeros(check(seq));
+        if (check(seq).length() == MAX_DIGITS) {
+            return seq; // already its padded form (staged and indexed numbers mostly are): no copies
+        }
+        String s = stripLeadingZeros(seq);
         return "0".repeat(MAX_DIGITS - s.length()) + s;
     }
 

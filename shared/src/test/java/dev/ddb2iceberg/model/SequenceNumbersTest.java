@@ -21,6 +21,19 @@ class SequenceNumbersTest {
     }
 
     @Test
+    void padIsTheSameWhateverZerosANumberCameWith() {
+        String full = "3" + "0".repeat(38) + "7"; // 40 digits: its own padded form
+        assertEquals(full, SequenceNumbers.pad(full));
+        String padded = SequenceNumbers.pad("42");
+        assertEquals(40, padded.length());
+        assertEquals(padded, SequenceNumbers.pad(padded), "padding a padded number changes nothing");
+        assertEquals(padded, SequenceNumbers.pad("00042"));
+        assertEquals("0".repeat(40), SequenceNumbers.pad("0".repeat(40)));
+        assertEquals("0".repeat(40), SequenceNumbers.pad("0"));
+        assertThrows(IllegalArgumentException.class, () -> SequenceNumbers.pad("1".repeat(39) + "x"));
+    }
+
+    @Test
     void rejectsNonDigitsAndOverlongNumbers() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SequenceNumbers.check("12a"));
         assertTrue(e.getMessage().contains("'12a'"), e.getMessage());
