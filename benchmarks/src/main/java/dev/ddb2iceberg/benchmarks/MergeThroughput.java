@@ -325,9 +325,13 @@ public final class MergeThroughput {
             // Of that, the JIT compiling and the collector: a scheduled merger's container lives for
             // hours, so the JIT's share falls merge after merge; the rest is the merge's own work.
             List<Double> jitCpu = new ArrayList<>();
+            double compilesWaited = 0;
             List<Double> gcCpu = new ArrayList<>();
             for (int m = 0; m < STEADY_MERGES; m++) {
                 stage(stager, rows, changes, PRIME + changes * (m + 2), random);
+                // The JIT compiles what the staging just ran on its own threads: let it finish, so
+                // the merge's JIT figure is the merge's (a merger's container stages nothing).
+                compilesWaited += awaitIdleJit();
                 long read0 = cache.bytesRead();
                 long disk0 = cache.diskBytesRead();
                 long c0 = processCpuNanos();
@@ -369,11 +373,13 @@ public final class MergeThroughput {
                     gcCpu.stream().mapToDouble(Double::doubleValue).average().orElse(0);
             System.out.printf(
                     "  of which the JIT compiling %.2f s (per merge: %s) and the collector %.2f s; without the"
-                            + " JIT, %,.0f changes per CPU-second%n",
+                            + " JIT, %,.0f changes per CPU-second (the staging's compiles waited for: %.1f s"
+                            + " in all)%n",
                     meanJit,
                     jitCpu.stream().map(s -> String.format("%.2f", s)).toList(),
                     meanGc,
-                    changes / (meanCpu - meanJit));
+                    changes / (meanCpu - meanJit),
+                    compilesWaited);
             double median = sorted.get(sorted.size() / 2);
             long inMemory = keyIndex ? indexMemoryBytes(table) : 0;
             String cached = String.format(
@@ -473,7 +479,7 @@ public final class MergeThroughput {
 
     /**
      * CPU nanoseconds of the JVM's own threads whose name starts with {@code prefix} ("C1 Compiler",
-     * "C2 Compiler": the JIT; "GC Thread": the parallel collector), by Linux thread id, read from
+     * "C2 Compiler": the JIT; "GC Thread", "G1 ": the collectors), by Linux thread id, read from
      * /proc (the JMX thread bean does not see these threads). Empty where there is no /proc.
      */
     private static Map<Long, Long> jvmThreadCpu(String... prefixes) {
@@ -512,7 +518,40 @@ public final class MergeThroughput {
     }
 
     private static final String[] JIT_THREADS = {"C1 Compiler", "C2 Compiler"};
-    private static final String[] GC_THREADS = {"GC Thread", "VM Thread"};
+
+    /**
+     * Waits (at most 10 s) until the JIT's queues are empty and nothing is being compiled, asking
+     * the JVM's diagnostic command {@code Compiler.queue}; returns the seconds waited.
+     */
+    private static double awaitIdleJit() {
+        long start = System.nanoTime();
+        try {
+            javax.management.ObjectName diagnostics =
+                    new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand");
+            var server = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+            while (System.nanoTime() - start < 10_000_000_000L) {
+                String queue = (String) server.invoke(
+                        diagnostics, "compilerQueue", new Object[] {null}, new String[] {String[].class.getName()});
+                // Idle: nothing but headers and "Empty" (a compile in progress is a line naming its
+                // compiler thread, a queued one a line starting with its compile id).
+                if (queue.lines().map(String::trim).allMatch(MergeThroughput::jitQueueIdleLine)) {
+                    break;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
+            }
+        } catch (javax.management.JMException e) {
+            throw new IllegalStateException("cannot read the JIT's queue", e);
+        }
+        return (System.nanoTime() - start) / 1e9;
+    }
+
+    /** A line of Compiler.queue's answer that names no compile: blank, a header, or "Empty". */
+    private static boolean jitQueueIdleLine(String line) {
+        // "Current compiles:", "C1 compile queue:" (a compile in progress names its compiler thread)
+        return line.isEmpty() || line.equals("Empty") || line.endsWith(":") && !line.contains("Thread");
+    }
+
+    private static final String[] GC_THREADS = {"GC Thread", "G1 "}; // the parallel collector's, G1's
 
     /**
      * Starts async-profiler on every thread. {@code -Dbench.profileEvent=wall}: where each thread waits,
