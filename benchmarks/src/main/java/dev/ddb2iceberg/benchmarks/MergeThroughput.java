@@ -322,11 +322,11 @@ public final class MergeThroughput {
             IndexCache cache = IndexCache.shared(INDEX_CACHE_BYTES, INDEX_DISK_CACHE_BYTES);
             List<Long> diskBytes = new ArrayList<>();
             List<Double> ownCpu = new ArrayList<>(); // the process's CPU less the embedded S3 server's
-            // Of that, the JIT compiling and the collector: a scheduled merger's container lives for
-            // hours, so the JIT's share falls merge after merge; the rest is the merge's own work.
+            // Of that, the JIT compiling and the collector, shown apart: the JIT's compiles are what
+            // a long-lived container would amortise, if they settled (in 40 merges they did not).
             List<Double> jitCpu = new ArrayList<>();
-            double compilesWaited = 0;
             List<Double> gcCpu = new ArrayList<>();
+            double compilesWaited = 0;
             for (int m = 0; m < STEADY_MERGES; m++) {
                 stage(stager, rows, changes, PRIME + changes * (m + 2), random);
                 // The JIT compiles what the staging just ran on its own threads: let it finish, so
@@ -503,7 +503,7 @@ public final class MergeThroughput {
                 }
             }
         } catch (IOException noProc) {
-            return cpu;
+            // no /proc: nothing to count
         }
         return cpu;
     }
@@ -518,6 +518,7 @@ public final class MergeThroughput {
     }
 
     private static final String[] JIT_THREADS = {"C1 Compiler", "C2 Compiler"};
+    private static final String[] GC_THREADS = {"GC Thread", "G1 "}; // the parallel collector's, G1's
 
     /**
      * Waits (at most 10 s) until the JIT's queues are empty and nothing is being compiled, asking
@@ -550,8 +551,6 @@ public final class MergeThroughput {
         // "Current compiles:", "C1 compile queue:" (a compile in progress names its compiler thread)
         return line.isEmpty() || line.equals("Empty") || line.endsWith(":") && !line.contains("Thread");
     }
-
-    private static final String[] GC_THREADS = {"GC Thread", "G1 "}; // the parallel collector's, G1's
 
     /**
      * Starts async-profiler on every thread. {@code -Dbench.profileEvent=wall}: where each thread waits,

@@ -65,6 +65,17 @@ final class PartFile {
         byte[] buffer = new byte[BLOCK_BYTES + 256];
         private boolean closed;
 
+        /**
+         * Where a block of {@code size} raw bytes is decoded: the pooled buffer (grown when needed),
+         * or, for a block longer than any this writer makes, an array of its own, not kept.
+         */
+        byte[] bufferFor(int size) {
+            if (buffer.length < size && size <= POOLED_BUFFER_MAX) {
+                buffer = new byte[size];
+            }
+            return size <= buffer.length ? buffer : new byte[size];
+        }
+
         static Decompressor take() {
             Decompressor d = DECOMPRESSORS.poll();
             return d != null ? d : new Decompressor();
@@ -736,17 +747,10 @@ final class PartFile {
 
     private static List<IndexEntries.Entry> find(
             Footer footer, int block, Decompressor d, byte[] data, int at, List<byte[]> keys) {
-        int rawLength = footer.rawLengths[block];
-        if (rawLength <= 0 || rawLength > MAX_RAW_BYTES) {
-            throw new DamagedIndexException(
-                    footer.location + " has a block " + block + " of " + rawLength + " bytes uncompressed");
-        }
-        if (d.buffer.length < rawLength && rawLength <= POOLED_BUFFER_MAX) {
-            d.buffer = new byte[rawLength];
-        }
-        // A block longer than any this writer makes gets its own array, not kept in the pool.
-        byte[] raw = rawLength <= d.buffer.length ? d.buffer : new byte[rawLength];
-        decompress(d, footer.location, "block " + block, data, at, footer.lengths[block], rawLength, raw);
+        String what = "block " + block;
+        int rawLength = checkedSize(footer.location, what, footer.rawLengths[block]);
+        byte[] raw = d.bufferFor(rawLength);
+        decompress(d, footer.location, what, data, at, footer.lengths[block], rawLength, raw);
         BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, raw, 0, rawLength));
         List<IndexEntries.Entry> found = new ArrayList<>();
         int k = 0;
@@ -856,17 +860,22 @@ final class PartFile {
         } catch (ZstdException e) {
             throw new DamagedIndexException(location + " has a damaged " + what + " (" + e.getMessage() + ")");
         }
-        if (size <= 0 || size > MAX_RAW_BYTES) {
-            throw new DamagedIndexException(location + " has a " + what + " of " + size + " bytes uncompressed");
-        }
-        byte[] raw = new byte[(int) size];
+        byte[] raw = new byte[checkedSize(location, what, size)];
         Decompressor d = Decompressor.take();
         try {
-            decompress(d, location, what, data, at, length, (int) size, raw);
+            decompress(d, location, what, data, at, length, raw.length, raw);
         } finally {
             d.give();
         }
         return raw;
+    }
+
+    /** {@code size}, the raw length a block or the footer claims, if it is one to allocate; else damage. */
+    private static int checkedSize(String location, String what, long size) {
+        if (size <= 0 || size > MAX_RAW_BYTES) {
+            throw new DamagedIndexException(location + " has a " + what + " of " + size + " bytes uncompressed");
+        }
+        return (int) size;
     }
 
     /**

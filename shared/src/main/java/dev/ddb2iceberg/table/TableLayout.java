@@ -71,8 +71,8 @@ public final class TableLayout {
     private final int itemAt;
     private final int variantAt;
 
-    /** An attribute's column, its position in a row, and the shape its values are projected by. */
-    private record Slot(int position, Types.NestedField column, String shape) {}
+    /** An attribute's column position in a row, its type, and the shape its values are projected by. */
+    private record Slot(int position, Type type, String shape) {}
 
     private TableLayout(Schema schema, Map<String, String> keyDdbTypes, ColumnNames names) {
         this.schema = schema;
@@ -95,15 +95,11 @@ public final class TableLayout {
             columns.add(column.name());
         }
         this.keyColumns = List.copyOf(columns);
-        Map<Integer, Integer> positionOfId = new HashMap<>();
-        for (int i = 0; i < schema.columns().size(); i++) {
-            positionOfId.put(schema.columns().get(i).fieldId(), i);
-        }
         columnsByAttribute.forEach((attribute, column) -> slotsByAttribute.put(
                 attribute,
                 new Slot(
-                        positionOfId.get(column.fieldId()),
-                        column,
+                        schema.columns().indexOf(column),
+                        column.type(),
                         keyDdbTypes.getOrDefault(attribute, TypeMapping.shapeOf(column)))));
         this.emptyRow = GenericRecord.create(schema);
         this.overflowAt = positionOf(schema, OVERFLOW);
@@ -421,8 +417,7 @@ public final class TableLayout {
             Slot slot = slotsByAttribute.get(name);
             boolean exact = false;
             if (slot != null) {
-                TypeMapping.Projection p =
-                        TypeMapping.project(e.getValue(), slot.column().type(), slot.shape(), names);
+                TypeMapping.Projection p = TypeMapping.project(e.getValue(), slot.type(), slot.shape(), names);
                 row.set(slot.position(), p.value());
                 exact = p.exact();
             }
