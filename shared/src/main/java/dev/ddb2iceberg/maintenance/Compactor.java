@@ -10,6 +10,7 @@ import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
+import dev.ddb2iceberg.write.ParquetRowCopy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;

@@ -111,20 +111,20 @@ public final class ChangeApplier {
         writtenPartitions.addAll(rowPartitions);
         SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
                 .plan(plan.toDelete, found.liveRowsByFile(), found.files(), writtenPartitions);
-        List<Record> moved = SmallFileRewrite.liveRowsBut(table, files.folded(), pool);
+        SmallFileRewrite.Moved moved = SmallFileRewrite.moved(table, layout, files.folded(), pool);
 
         // 5. Write the rows (new and moved), the deletes, and what the lookup records of them.
         long tWrite = System.nanoTime();
         MergeWriter writer = new MergeWriter(table, runId);
         List<Record> toWrite = plan.rows;
         List<StructLike> partitions = rowPartitions;
-        if (!moved.isEmpty()) {
+        if (!moved.rows().isEmpty()) {
             toWrite = new ArrayList<>(plan.rows);
-            toWrite.addAll(moved);
+            toWrite.addAll(moved.rows());
             partitions = new ArrayList<>(rowPartitions);
-            partitions.addAll(MergeWriter.partitionsOf(table, moved, pool));
+            partitions.addAll(MergeWriter.partitionsOf(table, moved.rows(), pool));
         }
-        MergeWriter.Written written = writer.writeRows(toWrite, partitions, layout.keyOrder(), pool);
+        MergeWriter.Written written = writer.writeRows(toWrite, partitions, moved.copied(), layout, pool);
         long tDeletes = System.nanoTime();
         DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);
         long tIndex = System.nanoTime();
@@ -176,7 +176,7 @@ public final class ChangeApplier {
                 files.folded().size(),
                 files.untouchedFolded(),
                 files.foldedBytes(),
-                moved.size(),
+                moved.count(),
                 deletes.deleteFiles().size(),
                 deletes.rewrittenDeleteFiles().size(),
                 found.filesRead(),

@@ -1,8 +1,13 @@
 package dev.ddb2iceberg.merge;
 
 import dev.ddb2iceberg.lookup.LiveRow;
+import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
+import dev.ddb2iceberg.write.MergeWriter;
+import dev.ddb2iceberg.write.ParquetRowCopy;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -14,10 +19,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.util.StructLikeSet;
 
 /**
@@ -34,11 +42,18 @@ import org.apache.iceberg.util.StructLikeSet;
  * and is left to compaction like any other big file.
  *
  * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, and
- * moves at most {@link MergeOptions#maxChanges} rows (the moved rows are held in memory like the
- * run's changes, and each is a key index entry), so its cost and memory stay bounded: touched
+ * moves at most {@link MergeOptions#maxChanges} rows (each is a key index entry, and the key of
+ * each is held in memory like the run's changes), so its cost and memory stay bounded: touched
  * small files first (each fold saves a delete file), then the smallest untouched ones. Files the
  * budget leaves are folded by a later merge, and the new file of this one is smaller than the
  * threshold plus one merge's rows.
+ *
+ * <p>Moving a row costs about what writing a new one does, and at a high write rate a merge moves
+ * about as many rows as it writes (each partition's new file is folded once before it passes the
+ * threshold). So the rows are copied column value by column value from the folded file into the
+ * new one ({@link ParquetRowCopy}), merged in key order with the new rows, never decoded into
+ * records: only their keys are read. A file that is not in key order, or whose columns are not the
+ * table's (a struct that gained a field since), is read whole instead.
  *
  * <p>Only in format v2: in v3 a moved row would get a new row id, breaking row lineage; there a
  * data file's deletion vector is replaced, never added to, so each file carries one.
@@ -173,28 +188,90 @@ final class SmallFileRewrite {
     }
 
     /**
-     * The live rows of each folded file except those at the positions the merge deletes, as rows of
-     * the table's current schema; the files are read side by side on {@code pool}.
+     * What a merge moves out of the files it folds: files whose rows are copied column by column
+     * into its new files ({@link MergeWriter.MovedRows}: the usual case), and the rows of any other
+     * file as records of the table's current schema, to be written like the merge's new rows.
      */
-    static List<Record> liveRowsBut(
-            Table table, List<Map.Entry<FileScanTask, List<LiveRow>>> files, ExecutorService pool) {
-        if (files.isEmpty()) {
-            return List.of();
+    record Moved(List<MergeWriter.MovedRows> copied, List<Record> rows) {
+        int count() {
+            return rows.size() + copied.stream().mapToInt(m -> m.keys().size()).sum();
         }
-        List<Future<List<Record>>> reads = new ArrayList<>();
-        for (Map.Entry<FileScanTask, List<LiveRow>> f : files) {
-            reads.add(pool.submit(() -> liveRowsBut(table, f.getKey(), f.getValue())));
-        }
-        List<Record> out = new ArrayList<>();
-        for (Future<List<Record>> read : reads) {
-            out.addAll(Futures.join(read, "reading small data files to fold"));
-        }
-        return out;
     }
 
-    private static List<Record> liveRowsBut(Table table, FileScanTask task, List<LiveRow> deleted) {
-        Set<Long> gone = new HashSet<>();
-        deleted.forEach(r -> gone.add(r.position()));
+    /**
+     * The live rows of each folded file except those at the positions the merge deletes; the files
+     * are read side by side on {@code pool}. A Parquet file sorted by key, of a table whose rows can
+     * be copied ({@link ParquetRowCopy#mixes}), is read for its key and sequence columns and row
+     * positions only: its rows are copied, not decoded, and merged in key order with the new rows.
+     * Any other file's rows are read whole.
+     */
+    static Moved moved(
+            Table table, TableLayout layout, List<Map.Entry<FileScanTask, List<LiveRow>>> files, ExecutorService pool) {
+        if (files.isEmpty()) {
+            return new Moved(List.of(), List.of());
+        }
+        boolean copies = ParquetRowCopy.mixes(table.schema());
+        List<Future<Object>> reads = new ArrayList<>();
+        for (Map.Entry<FileScanTask, List<LiveRow>> f : files) {
+            reads.add(pool.submit(() -> {
+                Set<Long> gone = new HashSet<>();
+                f.getValue().forEach(r -> gone.add(r.position()));
+                if (copies && f.getKey().file().format() == FileFormat.PARQUET) {
+                    MergeWriter.MovedRows sorted = sortedKeys(table, layout, f.getKey(), gone);
+                    if (sorted != null) {
+                        return sorted;
+                    }
+                }
+                return liveRowsBut(table, f.getKey(), gone);
+            }));
+        }
+        List<MergeWriter.MovedRows> copied = new ArrayList<>();
+        List<Record> rows = new ArrayList<>();
+        for (Future<Object> read : reads) {
+            Object moved = Futures.join(read, "reading small data files to fold");
+            if (moved instanceof MergeWriter.MovedRows m) {
+                copied.add(m);
+            } else {
+                @SuppressWarnings("unchecked")
+                List<Record> whole = (List<Record>) moved;
+                rows.addAll(whole);
+            }
+        }
+        return new Moved(copied, rows);
+    }
+
+    /**
+     * The key columns, sequence column and position of each live row of {@code task} not in
+     * {@code gone}, in position order; null when the rows are not in key order (a file some other
+     * writer made), whose rows must then be sorted with the new ones.
+     */
+    private static MergeWriter.MovedRows sortedKeys(
+            Table table, TableLayout layout, FileScanTask task, Set<Long> gone) {
+        Schema keys = MergeWriter.MovedRows.projection(table.schema(), layout);
+        Comparator<Record> order = layout.keyOrder(keys);
+        int position = keys.columns().size() - 1;
+        List<Record> out = new ArrayList<>();
+        try (CloseableIterable<Record> rows = TaskRows.read(table, task, keys)) {
+            Record previous = null;
+            for (Record row : rows) {
+                if (gone.contains(row.get(position, Long.class))) {
+                    continue;
+                }
+                if (previous != null && order.compare(previous, row) > 0) {
+                    return null;
+                }
+                out.add(row);
+                previous = row;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(
+                    "Cannot read the keys of " + task.file().location(), e);
+        }
+        return new MergeWriter.MovedRows(task, out);
+    }
+
+    /** The live rows of {@code task} not in {@code gone}, as rows of the table's current schema. */
+    private static List<Record> liveRowsBut(Table table, FileScanTask task, Set<Long> gone) {
         List<Record> out = new ArrayList<>();
         TaskRows.withPositions(table, task, (position, row) -> {
             if (!gone.contains(position)) {

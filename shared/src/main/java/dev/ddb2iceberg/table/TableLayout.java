@@ -232,6 +232,26 @@ public final class TableLayout {
         return new KeyOrder(positions, orders);
     }
 
+    /** Keys ({@link #keyOf(Record)}) in key order: rows of different projections compared by key. */
+    @SuppressWarnings("unchecked")
+    public Comparator<List<Object>> keyListOrder() {
+        int n = keyColumns.size();
+        Comparator<Object>[] orders = new Comparator[n];
+        for (int k = 0; k < n; k++) {
+            orders[k] = (Comparator<Object>) (Comparator<?>) Comparators.forType(
+                    schema.findField(keyColumns.get(k)).type().asPrimitiveType());
+        }
+        return (a, b) -> {
+            for (int k = 0; k < n; k++) {
+                int c = orders[k].compare(a.get(k), b.get(k));
+                if (c != 0) {
+                    return c;
+                }
+            }
+            return 0;
+        };
+    }
+
     /**
      * Rows compared key column by key column. One small class, not a chain of
      * {@code Comparator.thenComparing}: that chain's lambda is one class shared by every chain in

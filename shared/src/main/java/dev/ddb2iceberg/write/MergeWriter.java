@@ -2,6 +2,7 @@ package dev.ddb2iceberg.write;
 
 import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.lookup.WrittenRow;
+import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.util.Slices;
@@ -12,9 +13,12 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -24,6 +28,8 @@ import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -43,9 +49,12 @@ import org.apache.iceberg.io.ClusteredDataWriter;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FanoutPositionOnlyDeleteWriter;
 import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.io.RollingDataWriter;
+import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.CharSequenceSet;
 import org.apache.iceberg.util.ContentFileUtil;
 import org.apache.iceberg.util.StructLikeMap;
+import org.apache.parquet.schema.MessageType;
 import org.roaringbitmap.RoaringBitmap;
 
 /**
@@ -80,7 +89,31 @@ public final class MergeWriter {
     /** As {@link #writeRows(List, Comparator, ExecutorService)}, with each row's partition already known ({@link #partitionsOf}). */
     public Written writeRows(
             List<Record> rows, List<StructLike> partitions, Comparator<Record> keyOrder, ExecutorService pool) {
-        if (rows.isEmpty()) {
+        return writeRows(rows, partitions, List.of(), keyOrder, null, pool);
+    }
+
+    /**
+     * As {@link #writeRows(List, List, Comparator, ExecutorService)}, with rows moved from other
+     * files ({@link MovedRows}, each file's rows in key order) copied into each partition's new
+     * file, merged in key order with its new rows.
+     */
+    public Written writeRows(
+            List<Record> rows,
+            List<StructLike> partitions,
+            List<MovedRows> moved,
+            TableLayout layout,
+            ExecutorService pool) {
+        return writeRows(rows, partitions, moved, layout.keyOrder(), layout, pool);
+    }
+
+    private Written writeRows(
+            List<Record> rows,
+            List<StructLike> partitions,
+            List<MovedRows> moved,
+            Comparator<Record> keyOrder,
+            TableLayout layout,
+            ExecutorService pool) {
+        if (rows.isEmpty() && moved.isEmpty()) {
             return new Written(List.of(), List.of());
         }
         PartitionSpec spec = table.spec();
@@ -89,23 +122,34 @@ public final class MergeWriter {
         StructLikeMap<Integer> slotOf = StructLikeMap.create(spec.partitionType());
         List<StructLike> partitionKeys = new ArrayList<>();
         List<List<Record>> partitionRows = new ArrayList<>();
-        for (int i = 0; i < rows.size(); i++) {
-            StructLike partition = partitions.get(i);
+        List<List<MovedRows>> partitionMoves = new ArrayList<>();
+        for (int i = 0; i < rows.size() + moved.size(); i++) {
+            StructLike partition = i < rows.size()
+                    ? partitions.get(i)
+                    : moved.get(i - rows.size()).task().file().partition();
             Integer slot = slotOf.get(partition);
             if (slot == null) {
                 slot = partitionKeys.size();
                 slotOf.put(partition, slot);
                 partitionKeys.add(partition);
                 partitionRows.add(new ArrayList<>());
+                partitionMoves.add(new ArrayList<>());
             }
-            partitionRows.get(slot).add(rows.get(i));
+            if (i < rows.size()) {
+                partitionRows.get(slot).add(rows.get(i));
+            } else {
+                partitionMoves.get(slot).add(moved.get(i - rows.size()));
+            }
         }
         List<Future<Written>> writes = new ArrayList<>();
         for (int slot = 0; slot < partitionKeys.size(); slot++) {
             int task = taskId++;
             StructLike partition = partitionKeys.get(slot);
             List<Record> inPartition = partitionRows.get(slot);
-            writes.add(pool.submit(() -> writePartition(spec, partition, inPartition, keyOrder, task)));
+            List<MovedRows> movedHere = partitionMoves.get(slot);
+            writes.add(pool.submit(() -> movedHere.isEmpty()
+                    ? writePartition(spec, partition, inPartition, keyOrder, task)
+                    : writePartitionWithMoves(spec, partition, inPartition, movedHere, layout, task)));
         }
         List<DataFile> files = new ArrayList<>();
         List<WrittenRow> locations = new ArrayList<>();
@@ -159,9 +203,14 @@ public final class MergeWriter {
                 writer.write(row, spec, partition);
             }
         }
-        // The writer fills files one after another in write order, so each file holds the next
-        // recordCount rows, at positions 0, 1, ...
-        List<DataFile> written = writer.result().dataFiles();
+        return located(writer.result().dataFiles(), rows);
+    }
+
+    /**
+     * Where each row went: a writer fills files one after another in write order, so each file
+     * holds the next recordCount rows, at positions 0, 1, ...
+     */
+    private static Written located(List<DataFile> written, List<Record> rows) {
         List<WrittenRow> locations = new ArrayList<>(rows.size());
         int next = 0;
         for (DataFile file : written) {
@@ -173,6 +222,121 @@ public final class MergeWriter {
             throw new IllegalStateException("wrote " + rows.size() + " rows but the data files hold " + next);
         }
         return new Written(written, locations);
+    }
+
+    /**
+     * The rows a merge moves out of one file it folds, to be copied column by column into the
+     * merge's new file of the same partition ({@link ParquetRowCopy}) instead of being read into
+     * records and written again: {@code keys} holds, per live row in position order (and so in key
+     * order), its key columns, sequence column and row position ({@link #projection}). That is what
+     * orders the copied rows among the new ones, and what the key index records of them.
+     */
+    public record MovedRows(FileScanTask task, List<Record> keys) {
+        /** The columns {@code keys} holds: the key columns, the sequence column, the row position last. */
+        public static Schema projection(Schema schema, TableLayout layout) {
+            List<String> names = new ArrayList<>(layout.keyColumns());
+            names.add(TableLayout.SEQ);
+            List<Types.NestedField> columns =
+                    new ArrayList<>(schema.select(names).columns());
+            columns.add(MetadataColumns.ROW_POSITION);
+            return new Schema(columns);
+        }
+    }
+
+    /**
+     * One partition's new rows and the rows moved into it, merged in key order into its new files.
+     * Each moved file's rows are copied from it as they come, so only their keys are in memory. A
+     * file that cannot be copied (its columns are of an older schema) is read whole as records.
+     */
+    private Written writePartitionWithMoves(
+            PartitionSpec spec,
+            StructLike partition,
+            List<Record> rows,
+            List<MovedRows> moved,
+            TableLayout layout,
+            int task)
+            throws IOException {
+        Comparator<Record> keyOrder = layout.keyOrder();
+        rows.sort(keyOrder);
+        Comparator<List<Object>> keys = layout.keyListOrder();
+        MessageType target = ParquetRowCopy.target(table.schema());
+        // Heads of the sorted runs: the new rows (run -1) and each moved file's rows.
+        PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> keys.compare(a.key, b.key));
+        if (!rows.isEmpty()) {
+            heads.add(new Head(-1, 0, layout.keyOf(rows.get(0))));
+        }
+        ParquetRowCopy.Source[] sources = new ParquetRowCopy.Source[moved.size()];
+        List<List<Record>> whole = new ArrayList<>();
+        List<Record> order = new ArrayList<>();
+        OutputFileFactory files = OutputFileFactory.builderFor(table, 0, task)
+                .operationId(runId)
+                .format(FileFormat.PARQUET)
+                .build();
+        RollingDataWriter<Object> writer = new RollingDataWriter<>(
+                ParquetRowCopy.recordsOrCopies(table, mergeFileSettings(table.properties())),
+                files,
+                table.io(),
+                TARGET_FILE_SIZE,
+                spec,
+                partition);
+        try {
+            for (int m = 0; m < moved.size(); m++) {
+                MovedRows move = moved.get(m);
+                sources[m] = ParquetRowCopy.Source.open(
+                        table.io().newInputFile(move.task().file()), target);
+                whole.add(sources[m] == null ? rowsAt(move) : null);
+                if (!move.keys().isEmpty()) {
+                    heads.add(new Head(m, 0, layout.keyOf(move.keys().get(0))));
+                }
+            }
+            try (writer) {
+                while (!heads.isEmpty()) {
+                    Head head = heads.poll();
+                    List<Record> run = head.run < 0 ? rows : moved.get(head.run).keys();
+                    Record row = run.get(head.next);
+                    if (head.run < 0) {
+                        writer.write(row);
+                    } else if (sources[head.run] != null) {
+                        sources[head.run].moveTo(row.get(row.size() - 1, Long.class)); // the row position, last
+                        writer.write(sources[head.run]);
+                    } else {
+                        writer.write(whole.get(head.run).get(head.next));
+                    }
+                    order.add(row);
+                    if (head.next + 1 < run.size()) {
+                        heads.add(new Head(head.run, head.next + 1, layout.keyOf(run.get(head.next + 1))));
+                    }
+                }
+            }
+        } finally {
+            for (ParquetRowCopy.Source source : sources) {
+                if (source != null) {
+                    source.close();
+                }
+            }
+        }
+        return located(writer.result().dataFiles(), order);
+    }
+
+    /** The next row of a sorted run (-1: the new rows; else a moved file) and its key. */
+    private record Head(int run, int next, List<Object> key) {}
+
+    /** The whole rows of a moved file at its keys' positions, in the same order, as records. */
+    private List<Record> rowsAt(MovedRows move) {
+        Set<Long> wanted = new HashSet<>();
+        move.keys().forEach(k -> wanted.add(k.get(k.size() - 1, Long.class)));
+        List<Record> out = new ArrayList<>(move.keys().size());
+        TaskRows.withPositions(table, move.task(), (pos, row) -> {
+            if (wanted.contains(pos)) {
+                out.add(row);
+            }
+        });
+        if (out.size() != move.keys().size()) {
+            throw new IllegalStateException(
+                    "found " + out.size() + " of the " + move.keys().size() + " rows to move in "
+                            + move.task().file().location());
+        }
+        return out;
     }
 
     /** A merge's dictionary budget per column chunk (Iceberg's default is 2 MB); delete files take it too. */

@@ -11,6 +11,7 @@ import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.testkit.LocalStack;
+import dev.ddb2iceberg.write.ParquetRowCopy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigDecimal;

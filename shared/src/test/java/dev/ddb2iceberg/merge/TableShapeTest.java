@@ -7,10 +7,14 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MergerSettings;
+import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.TableLayout;
+import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.Compaction;
 import dev.ddb2iceberg.testkit.ExpectedTable;
@@ -19,18 +23,36 @@ import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.MergerFixture;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
+import dev.ddb2iceberg.write.MergeWriter;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.encryption.EncryptedFiles;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.DataWriter;
+import org.apache.iceberg.io.OutputFile;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -297,5 +319,159 @@ class TableShapeTest {
         assertTrue(
                 files().values().stream().mapToInt(List::size).sum() > 0,
                 "with folding off, updates leave delete files");
+    }
+
+    private long seq = 700_000_000_000_000_000L;
+
+    /** An item of fixed attribute types (no float columns: its folded rows can be copied), {@code address} a struct. */
+    private Change item(int i, Operation op, Map<String, DdbValue> address) {
+        Map<String, DdbValue> keys = new LinkedHashMap<>();
+        keys.put("pk", new DdbValue.S("user-" + i % 13));
+        keys.put("sk", new DdbValue.N(Integer.toString(i)));
+        Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+        image.put("name", new DdbValue.S("name-" + i + "-" + seq % 1000));
+        image.put("count", new DdbValue.N(Long.toString(seq % 100_000)));
+        image.put("active", new DdbValue.Bool(i % 2 == 0));
+        image.put("payload", new DdbValue.B(new byte[] {(byte) i, 7, (byte) (seq % 100)}));
+        image.put("tags", new DdbValue.L(List.of(new DdbValue.S("t" + i), new DdbValue.N(Integer.toString(i % 5)))));
+        image.put("address", new DdbValue.M(address));
+        return new Change(keys, op, image, Long.toString(seq++), 1_764_460_800_000L, false);
+    }
+
+    private static Map<String, DdbValue> city(int i) {
+        return Map.of("city", new DdbValue.S("city-" + i % 7));
+    }
+
+    /** Fails naming the file when a data file's rows are not in key order. */
+    private void assertEveryFileInKeyOrder(Table table) throws IOException {
+        TableLayout layout = TableLayout.of(table);
+        Schema keys = MergeWriter.MovedRows.projection(table.schema(), layout);
+        Comparator<Record> order = layout.keyOrder(keys);
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                Record previous = null;
+                try (CloseableIterable<Record> rows = TaskRows.read(table, task, keys)) {
+                    for (Record row : rows) {
+                        Record before = previous;
+                        assertTrue(
+                                before == null || order.compare(before, row) < 0,
+                                () -> task.file().location() + " is not in key order: " + before + " before " + row);
+                        previous = row.copy();
+                    }
+                }
+            }
+        }
+    }
+
+    /** What a merge that folded every current data file (deleting nothing) would move, and how. */
+    private SmallFileRewrite.Moved movedIfFolded(Table table) throws IOException {
+        List<Map.Entry<FileScanTask, List<LiveRow>>> all = new ArrayList<>();
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            tasks.forEach(t -> all.add(Map.entry(t, List.of())));
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            return SmallFileRewrite.moved(table, TableLayout.of(table), all, pool);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @ParameterizedTest(name = "key index {0}")
+    @ValueSource(booleans = {true, false})
+    void foldedRowsAreCopiedColumnByColumnIntoANewFileInKeyOrder(boolean keyIndex) throws IOException {
+        env.put("PARTITION_SPEC", "bucket(2, pk)");
+        configure();
+        MergeOptions folding = settings.options().withKeyIndex(keyIndex);
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 300; i += 2) {
+            inserts.add(item(i, Operation.INSERT, city(i)));
+        }
+        merge(inserts, folding);
+        SmallFileRewrite.Moved before = movedIfFolded(table());
+        assertEquals(0, before.rows().size(), "no row of a merge's sorted files is read whole: " + before.rows());
+        assertEquals(inserts.size(), before.count(), "every live row would move");
+
+        // Updates and removals of rows in both files, and new rows between the old keys: the new
+        // files take both, in key order, with the moved rows' values as they were.
+        for (int round = 0; round < 3; round++) {
+            List<Change> changes = new ArrayList<>();
+            for (int i = round; i < 300; i += 9) {
+                changes.add(
+                        i % 2 == 1
+                                ? item(i, Operation.INSERT, city(i))
+                                : i % 4 == 0 ? item(i, Operation.MODIFY, city(i + 1)) : remove(i));
+            }
+            MergeResult r = merge(changes, folding);
+            assertEquals(0, files().values().stream().mapToInt(List::size).sum(), "no delete files: " + r);
+            assertTrue(files().size() <= 2, "one file per partition (2 buckets): " + files().keySet());
+            assertEveryFileInKeyOrder(table());
+        }
+    }
+
+    private Change remove(int i) {
+        Map<String, DdbValue> keys = new LinkedHashMap<>();
+        keys.put("pk", new DdbValue.S("user-" + i % 13));
+        keys.put("sk", new DdbValue.N(Integer.toString(i)));
+        return new Change(keys, Operation.REMOVE, null, Long.toString(seq++), 1_764_460_800_000L, false);
+    }
+
+    @Test
+    void aFoldedFileNotInKeyOrderIsReadWholeAndItsRowsAreSortedWithTheNewOnes() throws IOException {
+        env.put("PARTITION_SPEC", "none");
+        configure();
+        MergeOptions folding = settings.options().withKeyIndex(false); // the file is replaced behind the index
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 120; i += 2) {
+            inserts.add(item(i, Operation.INSERT, city(i)));
+        }
+        merge(inserts, folding);
+
+        // The same rows, written by another writer in reverse key order.
+        Table table = table();
+        DataFile sorted = table.newScan().planFiles().iterator().next().file();
+        List<Record> rows = new ArrayList<>();
+        try (CloseableIterable<Record> all = IcebergGenerics.read(table).build()) {
+            all.forEach(r -> rows.add(r.copy()));
+        }
+        Collections.reverse(rows);
+        OutputFile out = table.io().newOutputFile(table.locationProvider().newDataLocation("reversed.parquet"));
+        DataWriter<Record> writer = new GenericFileWriterFactory.Builder(table)
+                .dataFileFormat(FileFormat.PARQUET)
+                .build()
+                .newDataWriter(EncryptedFiles.plainAsEncryptedOutput(out), table.spec(), null);
+        try (writer) {
+            rows.forEach(writer::write);
+        }
+        table.newRewrite().deleteFile(sorted).addFile(writer.toDataFile()).commit();
+        SmallFileRewrite.Moved moved = movedIfFolded(table());
+        assertEquals(rows.size(), moved.rows().size(), "the reversed file is read whole, not copied");
+
+        merge(List.of(item(1, Operation.INSERT, city(1)), item(61, Operation.INSERT, city(61))), folding);
+        assertEquals(1, files().size(), "the reversed file was folded: " + files().keySet());
+        assertEveryFileInKeyOrder(table());
+    }
+
+    @Test
+    void aFoldedFileOfAnOlderStructIsCopiedThroughRecords() throws IOException {
+        env.put("PARTITION_SPEC", "none");
+        configure();
+        MergeOptions folding = settings.options();
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 80; i++) {
+            inserts.add(item(i, Operation.INSERT, city(i)));
+        }
+        merge(inserts, folding);
+
+        // A new key in the address struct: the struct gains a field the old file's rows lack, so
+        // those rows cannot be copied column by column; the merge still folds them, through records.
+        Map<String, DdbValue> withZip = Map.of("city", new DdbValue.S("Lyon"), "zip", new DdbValue.S("69001"));
+        MergeResult r =
+                merge(List.of(item(100, Operation.INSERT, withZip), item(3, Operation.MODIFY, withZip)), folding);
+        assertTrue(table().schema().findField("address.zip") != null, "the struct gained a field: " + table().schema());
+        assertEquals(1, files().size(), "the old file was folded (" + r + "): " + files().keySet());
+        assertEquals(0, files().values().stream().mapToInt(List::size).sum(), "no delete files");
+        assertEveryFileInKeyOrder(table());
+        merge(List.of(item(5, Operation.MODIFY, city(5))), folding); // moved rows are found again
     }
 }

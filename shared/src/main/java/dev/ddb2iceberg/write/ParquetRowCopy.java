@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.maintenance;
+package dev.ddb2iceberg.write;
 
 import java.io.Closeable;
 import java.io.IOException;
@@ -12,10 +12,13 @@ import org.apache.iceberg.DoubleFieldMetrics;
 import org.apache.iceberg.FieldMetrics;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FloatFieldMetrics;
+import org.apache.iceberg.MetricsConfig;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.data.parquet.GenericParquetWriter;
 import org.apache.iceberg.deletes.EqualityDeleteWriter;
 import org.apache.iceberg.deletes.PositionDeleteWriter;
 import org.apache.iceberg.encryption.EncryptedOutputFile;
@@ -26,6 +29,7 @@ import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.parquet.ParquetSchemaUtil;
 import org.apache.iceberg.parquet.ParquetValueWriter;
 import org.apache.iceberg.parquet.TripleWriter;
+import org.apache.iceberg.types.TypeUtil;
 import org.apache.parquet.ParquetReadOptions;
 import org.apache.parquet.VersionParser;
 import org.apache.parquet.column.ColumnDescriptor;
@@ -86,7 +90,7 @@ public final class ParquetRowCopy {
     }
 
     /** The Parquet schema Iceberg's writer writes for {@code schema}: the new files' columns. */
-    static MessageType target(Schema schema) {
+    public static MessageType target(Schema schema) {
         return ParquetSchemaUtil.convert(schema, "table");
     }
 
@@ -115,7 +119,7 @@ public final class ParquetRowCopy {
      * One input data file open for copying: a column reader per target column over its current row
      * group, and the position of the next row they stand at. Positions only move forward.
      */
-    static final class Source implements Closeable {
+    public static final class Source implements Closeable {
         private final ParquetFileReader reader;
         private final String location;
         /** Per target column: the file's column, or null when the file lacks it (written as nulls). */
@@ -154,7 +158,7 @@ public final class ParquetRowCopy {
          * Opens {@code file} for copying into files of {@code target}, or returns null (with the
          * file closed) when a column differs and the file must go through Iceberg's records.
          */
-        static Source open(org.apache.iceberg.io.InputFile file, MessageType target) throws IOException {
+        public static Source open(org.apache.iceberg.io.InputFile file, MessageType target) throws IOException {
             ParquetFileReader reader = ParquetFileReader.open(
                     parquetFile(file), ParquetReadOptions.builder().build());
             try {
@@ -212,7 +216,7 @@ public final class ParquetRowCopy {
          * sequence number) from each row copied, for {@link #kept}: a long, an int or a
          * {@link org.apache.parquet.io.api.Binary} as Parquet holds it, or null.
          */
-        void keepValuesOf(int... targetColumns) {
+        public void keepValuesOf(int... targetColumns) {
             kept = new Object[targetColumns.length];
             for (int slot = 0; slot < targetColumns.length; slot++) {
                 slots[targetColumns[slot]] = slot;
@@ -220,12 +224,12 @@ public final class ParquetRowCopy {
         }
 
         /** The kept value of the row copied last: the {@code slot}'th column given to {@link #keepValuesOf}. */
-        Object kept(int slot) {
+        public Object kept(int slot) {
             return kept[slot];
         }
 
         /** Skips the rows before {@code position} (deleted, or taken from another file). */
-        void moveTo(long position) throws IOException {
+        public void moveTo(long position) throws IOException {
             if (position < next) {
                 throw new IllegalStateException("rows of " + location + " must be copied in position order: asked for "
                         + position + " after " + next);
@@ -355,7 +359,7 @@ public final class ParquetRowCopy {
     }
 
     /** The target column that is the top-level column {@code name}. */
-    static int columnIndex(MessageType target, String name) {
+    public static int columnIndex(MessageType target, String name) {
         List<ColumnDescriptor> columns = target.getColumns();
         for (int i = 0; i < columns.size(); i++) {
             String[] path = columns.get(i).getPath();
@@ -370,7 +374,7 @@ public final class ParquetRowCopy {
      * A kept Parquet value (see {@link Source#keepValuesOf}) as Iceberg's generic records hold it, for
      * the key columns' types: a String, Long, Integer, BigDecimal or ByteBuffer.
      */
-    static Object icebergValue(Object kept, org.apache.iceberg.types.Type type) {
+    public static Object icebergValue(Object kept, org.apache.iceberg.types.Type type) {
         if (kept == null) {
             return null;
         }
@@ -499,8 +503,110 @@ public final class ParquetRowCopy {
         }
     }
 
+    /**
+     * Whether copied rows may share a file with records ({@link #recordsOrCopies}) for this schema:
+     * when no column has metrics kept beside Parquet's own statistics (float and double columns'
+     * NaN counts, variants), which both writers would report for the same column.
+     */
+    public static boolean mixes(Schema schema) {
+        return TypeUtil.indexById(schema.asStruct()).values().stream()
+                .map(field -> field.type().typeId())
+                .noneMatch(t -> t == org.apache.iceberg.types.Type.TypeID.FLOAT
+                        || t == org.apache.iceberg.types.Type.TypeID.DOUBLE
+                        || t == org.apache.iceberg.types.Type.TypeID.VARIANT);
+    }
+
+    /**
+     * New data files of {@code table} (whose schema {@link #mixes}) holding, in any mix and order,
+     * Iceberg records, written by Iceberg's generic Parquet writer, and rows copied from
+     * {@link Source}s, each the row its source stands at: a merge's new rows and the rows it moves
+     * out of the small files it folds, in key order. Written as Iceberg's generic writer factory
+     * writes a table's data files: the table's properties, then {@code settings} over them, its
+     * metrics configuration and its sort order.
+     */
+    public static FileWriterFactory<Object> recordsOrCopies(Table table, Map<String, String> settings) {
+        Schema schema = table.schema();
+        if (!mixes(schema)) {
+            throw new IllegalArgumentException("copied rows cannot share files with records in a table with float,"
+                    + " double or variant columns: " + schema);
+        }
+        return new FileWriterFactory<>() {
+            @Override
+            public DataWriter<Object> newDataWriter(
+                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
+                try {
+                    return Parquet.writeData(file.encryptingOutputFile())
+                            .forTable(table)
+                            .setAll(settings)
+                            .metricsConfig(MetricsConfig.forTable(table))
+                            .withSpec(spec)
+                            .withPartition(partition)
+                            .withKeyMetadata(file.keyMetadata())
+                            .withSortOrder(table.sortOrder())
+                            .createWriterFunc(type -> new RecordOrCopyWriter(
+                                    GenericParquetWriter.create(schema, type), new CopyingValueWriter(type)))
+                            .build();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+
+            @Override
+            public EqualityDeleteWriter<Object> newEqualityDeleteWriter(
+                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
+                throw new UnsupportedOperationException("records and copies are data rows only");
+            }
+
+            @Override
+            public PositionDeleteWriter<Object> newPositionDeleteWriter(
+                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
+                throw new UnsupportedOperationException("records and copies are data rows only");
+            }
+        };
+    }
+
+    /**
+     * One file's rows from either writer: both write into the same column writers, one row at a
+     * time, so rows of each kind can follow each other in any order. Only the record writer keeps
+     * metrics of its own ({@link #mixes} rules out the columns the copy keeps them for).
+     */
+    private static final class RecordOrCopyWriter implements ParquetValueWriter<Object> {
+        private final ParquetValueWriter<Record> records;
+        private final CopyingValueWriter copies;
+
+        RecordOrCopyWriter(ParquetValueWriter<Record> records, CopyingValueWriter copies) {
+            this.records = records;
+            this.copies = copies;
+        }
+
+        @Override
+        public void write(int repetitionLevel, Object row) {
+            if (row instanceof Source source) {
+                copies.write(repetitionLevel, source);
+            } else {
+                records.write(repetitionLevel, (Record) row);
+            }
+        }
+
+        @Override
+        public List<TripleWriter<?>> columns() {
+            return records.columns();
+        }
+
+        @Override
+        public void setColumnStore(ColumnWriteStore store) {
+            records.setColumnStore(store);
+            copies.setColumnStore(store);
+        }
+
+        @Override
+        public Stream<FieldMetrics<?>> metrics() {
+            return records.metrics();
+        }
+    }
+
     /** New data files of {@code table} whose rows are copied from {@link Source}s. */
-    static FileWriterFactory<Source> writers(Table table) {
+    public static FileWriterFactory<Source> writers(Table table) {
         return new FileWriterFactory<>() {
             @Override
             public DataWriter<Source> newDataWriter(
