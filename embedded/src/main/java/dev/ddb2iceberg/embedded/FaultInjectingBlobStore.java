@@ -16,6 +16,8 @@ import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
 import software.amazon.awssdk.services.s3.model.DeleteObjectResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
@@ -34,7 +36,9 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
         PUT,
         GET,
         LIST,
-        DELETE
+        DELETE,
+        /** HEAD of an object: whether it exists, and its length. */
+        HEAD
     }
 
     private volatile Rule rule;
@@ -121,6 +125,12 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
     public ResponseInputStream<GetObjectResponse> getBlob(GetObjectRequest request) {
         check(Operation.GET, request.key());
         return super.getBlob(request);
+    }
+
+    @Override
+    public HeadObjectResponse blobMetadata(HeadObjectRequest request) {
+        check(Operation.HEAD, request.key());
+        return super.blobMetadata(request);
     }
 
     @Override

@@ -83,7 +83,9 @@ final class PositionDeleteFileWriter {
             writer = new Builder(file, new PathAndPositions(Binary.fromString(path)))
                     .withConf(configuration(settings))
                     .withCompressionCodec(codec(settings))
-                    .withWriteMode(ParquetFileWriter.Mode.CREATE)
+                    // The name is new (OutputFileFactory: the run's id and a counter), so no check
+                    // for an object there first: CREATE would cost a HEAD request per delete file.
+                    .withWriteMode(ParquetFileWriter.Mode.OVERWRITE)
                     .build();
             try (writer) {
                 for (long position : positions) {

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
+import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.lookup.LiveRow;
@@ -473,5 +474,39 @@ class TableShapeTest {
         assertEquals(0, files().values().stream().mapToInt(List::size).sum(), "no delete files");
         assertEveryFileInKeyOrder(table());
         merge(List.of(item(5, Operation.MODIFY, city(5))), folding); // moved rows are found again
+    }
+
+    @Test
+    void aMergeWritesItsDeleteFilesWithoutAskingS3WhetherTheyExist() {
+        env.put("PARTITION_SPEC", "none");
+        configure();
+        MergeOptions noFolding = settings.options().withRewriteFilesBelow(0); // deletes, not folds
+        KeyedWorkload w = new KeyedWorkload(12, 100_000);
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            inserts.add(w.upsert(i, Operation.INSERT));
+        }
+        merge(inserts, noFolding);
+        // Every delete file name is new: a HEAD before writing it would be a wasted round trip
+        // (one per touched data file), so any HEAD of one fails here, and with it the merge.
+        // (Readers may HEAD them: Iceberg's delete loader does, so the table is read after.)
+        List<Change> changes = List.of(w.upsert(3, Operation.MODIFY), w.remove(7, false));
+        assertTrue(new BatchStager(store)
+                .stage(StreamEvents.batch(changes).getRecords())
+                .complete());
+        model.apply(changes);
+        server.faults().failFrom(FaultInjectingBlobStore.Operation.HEAD, 1, key -> key.endsWith("deletes.parquet"));
+        MergeResult r;
+        try {
+            r = new Merger(catalog, settings.table(), store, noFolding).run();
+        } finally {
+            server.faults().clear();
+        }
+        assertEquals(1, r.commitAttempts(), "committed at the first attempt: " + r);
+        assertEquals(1, files().values().stream().mapToInt(List::size).sum(), "the data file got its delete file");
+        var actual = TableItems.read(table());
+        assertTrue(
+                model.items().equals(actual),
+                () -> ExpectedTable.diff(model.items(), actual).toString());
     }
 }
