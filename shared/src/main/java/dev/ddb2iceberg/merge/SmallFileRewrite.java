@@ -25,7 +25,10 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.inmemory.InMemoryInputFile;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.SeekableInputStream;
 import org.apache.iceberg.util.StructLikeSet;
 
 /**
@@ -242,16 +245,18 @@ final class SmallFileRewrite {
 
     /**
      * The key columns, sequence column and position of each live row of {@code task} not in
-     * {@code gone}, in position order; null when the rows are not in key order (a file some other
-     * writer made), whose rows must then be sorted with the new ones.
+     * {@code gone}, in position order, with the file's bytes (read once, here, beside the other
+     * folded files: the copy reads them again from memory); null when the rows are not in key order
+     * (a file some other writer made), whose rows must then be sorted with the new ones.
      */
     private static MergeWriter.MovedRows sortedKeys(
             Table table, TableLayout layout, FileScanTask task, Set<Long> gone) {
+        InputFile file = inMemory(table.io().newInputFile(task.file()));
         Schema keys = MergeWriter.MovedRows.projection(table.schema(), layout);
         Comparator<Record> order = layout.keyOrder(keys);
         int position = keys.columns().size() - 1;
         List<Record> out = new ArrayList<>();
-        try (CloseableIterable<Record> rows = TaskRows.read(table, task, keys)) {
+        try (CloseableIterable<Record> rows = TaskRows.read(table, task, keys, file)) {
             Record previous = null;
             for (Record row : rows) {
                 if (gone.contains(row.get(position, Long.class))) {
@@ -267,7 +272,16 @@ final class SmallFileRewrite {
             throw new UncheckedIOException(
                     "Cannot read the keys of " + task.file().location(), e);
         }
-        return new MergeWriter.MovedRows(task, out);
+        return new MergeWriter.MovedRows(task, file, out);
+    }
+
+    /** The whole of {@code file} (a small file: folded files are below the fold's threshold), in memory. */
+    private static InputFile inMemory(InputFile file) {
+        try (SeekableInputStream in = file.newStream()) {
+            return new InMemoryInputFile(file.location(), in.readNBytes(Math.toIntExact(file.getLength())));
+        } catch (IOException e) {
+            throw new UncheckedIOException("Cannot read " + file.location(), e);
+        }
     }
 
     /** The live rows of {@code task} not in {@code gone}, as rows of the table's current schema. */

@@ -14,6 +14,7 @@ import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.formats.FormatModelRegistry;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.types.Types;
 import org.apache.iceberg.util.ContentFileUtil;
 
@@ -26,12 +27,17 @@ public final class TaskRows {
      * as the row position); rows its position deletes or deletion vector remove are skipped.
      */
     public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema projection) {
+        return read(table, task, projection, table.io().newInputFile(task.file()));
+    }
+
+    /** As {@link #read(Table, FileScanTask, Schema)}, with the data file's bytes read from {@code file}. */
+    public static CloseableIterable<Record> read(Table table, FileScanTask task, Schema projection, InputFile file) {
         GenericDeleteFilter deletes = new GenericDeleteFilter(table.io(), task, table.schema(), projection);
-        return deletes.filter(FormatModelRegistry.<Record, Schema>readBuilder(
-                        task.file().format(), Record.class, table.io().newInputFile(task.file()))
-                .project(deletes.requiredSchema())
-                .split(task.start(), task.length())
-                .build());
+        return deletes.filter(
+                FormatModelRegistry.<Record, Schema>readBuilder(task.file().format(), Record.class, file)
+                        .project(deletes.requiredSchema())
+                        .split(task.start(), task.length())
+                        .build());
     }
 
     /**
@@ -56,10 +62,15 @@ public final class TaskRows {
      * caller may keep and change), with its position in the file.
      */
     public static void withPositions(Table table, FileScanTask task, PositionedRow consumer) {
+        withPositions(table, task, table.io().newInputFile(task.file()), consumer);
+    }
+
+    /** As {@link #withPositions(Table, FileScanTask, PositionedRow)}, with the data file's bytes read from {@code file}. */
+    public static void withPositions(Table table, FileScanTask task, InputFile file, PositionedRow consumer) {
         Schema schema = table.schema();
         List<Types.NestedField> columns = new ArrayList<>(schema.columns());
         columns.add(MetadataColumns.ROW_POSITION);
-        try (CloseableIterable<Record> rows = read(table, task, new Schema(columns))) {
+        try (CloseableIterable<Record> rows = read(table, task, new Schema(columns), file)) {
             for (Record row : rows) {
                 GenericRecord copy = GenericRecord.create(schema);
                 for (Types.NestedField c : schema.columns()) {

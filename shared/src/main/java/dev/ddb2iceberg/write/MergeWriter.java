@@ -48,6 +48,7 @@ import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.io.ClusteredDataWriter;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FanoutPositionOnlyDeleteWriter;
+import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.io.RollingDataWriter;
 import org.apache.iceberg.types.Types;
@@ -227,11 +228,12 @@ public final class MergeWriter {
     /**
      * The rows a merge moves out of one file it folds, to be copied column by column into the
      * merge's new file of the same partition ({@link ParquetRowCopy}) instead of being read into
-     * records and written again: {@code keys} holds, per live row in position order (and so in key
-     * order), its key columns, sequence column and row position ({@link #projection}). That is what
-     * orders the copied rows among the new ones, and what the key index records of them.
+     * records and written again: {@code file} is the data file's bytes (a small file, held in
+     * memory), and {@code keys} holds, per live row in position order (and so in key order), its key
+     * columns, sequence column and row position ({@link #projection}). That is what orders the
+     * copied rows among the new ones, and what the key index records of them.
      */
-    public record MovedRows(FileScanTask task, List<Record> keys) {
+    public record MovedRows(FileScanTask task, InputFile file, List<Record> keys) {
         /** The columns {@code keys} holds: the key columns, the sequence column, the row position last. */
         public static Schema projection(Schema schema, TableLayout layout) {
             List<String> names = new ArrayList<>(layout.keyColumns());
@@ -282,8 +284,7 @@ public final class MergeWriter {
         try {
             for (int m = 0; m < moved.size(); m++) {
                 MovedRows move = moved.get(m);
-                sources[m] = ParquetRowCopy.Source.open(
-                        table.io().newInputFile(move.task().file()), target);
+                sources[m] = ParquetRowCopy.Source.open(move.file(), target);
                 whole.add(sources[m] == null ? rowsAt(move) : null);
                 if (!move.keys().isEmpty()) {
                     heads.add(new Head(m, 0, layout.keyOf(move.keys().get(0))));
@@ -326,7 +327,7 @@ public final class MergeWriter {
         Set<Long> wanted = new HashSet<>();
         move.keys().forEach(k -> wanted.add(k.get(k.size() - 1, Long.class)));
         List<Record> out = new ArrayList<>(move.keys().size());
-        TaskRows.withPositions(table, move.task(), (pos, row) -> {
+        TaskRows.withPositions(table, move.task(), move.file(), (pos, row) -> {
             if (wanted.contains(pos)) {
                 out.add(row);
             }
