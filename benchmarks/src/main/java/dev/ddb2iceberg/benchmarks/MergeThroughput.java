@@ -326,6 +326,11 @@ public final class MergeThroughput {
             // a long-lived container would amortise, if they settled (in 40 merges they did not).
             List<Double> jitCpu = new ArrayList<>();
             List<Double> gcCpu = new ArrayList<>();
+            // Classes loaded during each merge: a JIT that never settles may be compiling classes
+            // that are new every merge (generated ones), not old code crossing its thresholds.
+            List<Long> classesLoaded = new ArrayList<>();
+            java.lang.management.ClassLoadingMXBean classes =
+                    java.lang.management.ManagementFactory.getClassLoadingMXBean();
             double compilesWaited = 0;
             for (int m = 0; m < STEADY_MERGES; m++) {
                 stage(stager, rows, changes, PRIME + changes * (m + 2), random);
@@ -341,12 +346,14 @@ public final class MergeThroughput {
                 if (profile != null && profileSteady) { // the merges alone, not the staging between them
                     profiler(m == 0 ? PROFILER_START : "resume");
                 }
+                long k0 = classes.getTotalLoadedClassCount();
                 long m0 = System.nanoTime();
                 new Merger(catalog, tableSettings, store, options).run();
                 if (profile != null && profileSteady) {
                     profiler("stop");
                 }
                 times.add((System.nanoTime() - m0) / 1e9);
+                classesLoaded.add(classes.getTotalLoadedClassCount() - k0);
                 ownCpu.add((processCpuNanos() - c0 - serverCpuNanosSince(s0)) / 1e9);
                 jitCpu.add(jvmThreadCpuSince(jit0, JIT_THREADS) / 1e9);
                 gcCpu.add(jvmThreadCpuSince(gc0, GC_THREADS) / 1e9);
@@ -380,6 +387,7 @@ public final class MergeThroughput {
                     meanGc,
                     changes / (meanCpu - meanJit),
                     compilesWaited);
+            System.out.printf("  classes loaded during each merge: %s%n", classesLoaded);
             double median = sorted.get(sorted.size() / 2);
             long inMemory = keyIndex ? indexMemoryBytes(table) : 0;
             String cached = String.format(

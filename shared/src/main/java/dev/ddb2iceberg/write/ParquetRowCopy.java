@@ -530,39 +530,16 @@ public final class ParquetRowCopy {
             throw new IllegalArgumentException("copied rows cannot share files with records in a table with float,"
                     + " double or variant columns: " + schema);
         }
-        return new FileWriterFactory<>() {
-            @Override
-            public DataWriter<Object> newDataWriter(
-                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
-                try {
-                    return Parquet.writeData(file.encryptingOutputFile())
-                            .forTable(table)
-                            .setAll(settings)
-                            .metricsConfig(MetricsConfig.forTable(table))
-                            .withSpec(spec)
-                            .withPartition(partition)
-                            .withKeyMetadata(file.keyMetadata())
-                            .withSortOrder(table.sortOrder())
-                            .createWriterFunc(type -> new RecordOrCopyWriter(
-                                    GenericParquetWriter.create(schema, type), new CopyingValueWriter(type)))
-                            .build();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }
-
-            @Override
-            public EqualityDeleteWriter<Object> newEqualityDeleteWriter(
-                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
-                throw new UnsupportedOperationException("records and copies are data rows only");
-            }
-
-            @Override
-            public PositionDeleteWriter<Object> newPositionDeleteWriter(
-                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
-                throw new UnsupportedOperationException("records and copies are data rows only");
-            }
-        };
+        return dataWriters((file, spec, partition) -> Parquet.writeData(file.encryptingOutputFile())
+                .forTable(table)
+                .setAll(settings)
+                .metricsConfig(MetricsConfig.forTable(table))
+                .withSpec(spec)
+                .withPartition(partition)
+                .withKeyMetadata(file.keyMetadata())
+                .withSortOrder(table.sortOrder())
+                .createWriterFunc(type -> new RecordOrCopyWriter(
+                        GenericParquetWriter.create(schema, type), new CopyingValueWriter(type))));
     }
 
     /**
@@ -607,33 +584,41 @@ public final class ParquetRowCopy {
 
     /** New data files of {@code table} whose rows are copied from {@link Source}s. */
     public static FileWriterFactory<Source> writers(Table table) {
+        return dataWriters((file, spec, partition) -> Parquet.writeData(file.encryptingOutputFile())
+                .forTable(table)
+                .withSpec(spec)
+                .withPartition(partition)
+                .withKeyMetadata(file.keyMetadata())
+                .createWriterFunc(CopyingValueWriter::new));
+    }
+
+    /** How one new data file's Parquet writer is set up. */
+    private interface DataWriterSetup {
+        Parquet.DataWriteBuilder of(EncryptedOutputFile file, PartitionSpec spec, StructLike partition);
+    }
+
+    /** Writers of data files only, each set up by {@code setup}: copied rows are never deletes. */
+    private static <T> FileWriterFactory<T> dataWriters(DataWriterSetup setup) {
         return new FileWriterFactory<>() {
             @Override
-            public DataWriter<Source> newDataWriter(
-                    EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
+            public DataWriter<T> newDataWriter(EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
                 try {
-                    return Parquet.writeData(file.encryptingOutputFile())
-                            .forTable(table)
-                            .withSpec(spec)
-                            .withPartition(partition)
-                            .withKeyMetadata(file.keyMetadata())
-                            .createWriterFunc(CopyingValueWriter::new)
-                            .build();
+                    return setup.of(file, spec, partition).build();
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }
             }
 
             @Override
-            public EqualityDeleteWriter<Source> newEqualityDeleteWriter(
+            public EqualityDeleteWriter<T> newEqualityDeleteWriter(
                     EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
-                throw new UnsupportedOperationException("compaction copies data rows only");
+                throw new UnsupportedOperationException("copied rows are data rows only");
             }
 
             @Override
-            public PositionDeleteWriter<Source> newPositionDeleteWriter(
+            public PositionDeleteWriter<T> newPositionDeleteWriter(
                     EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
-                throw new UnsupportedOperationException("compaction copies data rows only");
+                throw new UnsupportedOperationException("copied rows are data rows only");
             }
         };
     }
