@@ -219,13 +219,13 @@ final class SmallFileRewrite {
             reads.add(pool.submit(() -> {
                 Set<Long> gone = new HashSet<>();
                 f.getValue().forEach(r -> gone.add(r.position()));
-                if (copies && f.getKey().file().format() == FileFormat.PARQUET) {
-                    MergeWriter.MovedRows sorted = sortedKeys(table, layout, f.getKey(), gone);
-                    if (sorted != null) {
-                        return sorted;
-                    }
+                FileScanTask task = f.getKey();
+                if (copies && task.file().format() == FileFormat.PARQUET) {
+                    InputFile file = inMemory(table.io().newInputFile(task.file()));
+                    MergeWriter.MovedRows sorted = sortedKeys(table, layout, task, file, gone);
+                    return sorted != null ? sorted : liveRowsBut(table, task, file, gone);
                 }
-                return liveRowsBut(table, f.getKey(), gone);
+                return liveRowsBut(table, task, table.io().newInputFile(task.file()), gone);
             }));
         }
         List<MergeWriter.MovedRows> copied = new ArrayList<>();
@@ -233,7 +233,9 @@ final class SmallFileRewrite {
         for (Future<Object> read : reads) {
             Object moved = Futures.join(read, "reading small data files to fold");
             if (moved instanceof MergeWriter.MovedRows m) {
-                copied.add(m);
+                if (m.size() > 0) { // a file with no row left to move is only dropped
+                    copied.add(m);
+                }
             } else {
                 @SuppressWarnings("unchecked")
                 List<Record> whole = (List<Record>) moved;
@@ -245,34 +247,39 @@ final class SmallFileRewrite {
 
     /**
      * The key columns, sequence column and position of each live row of {@code task} not in
-     * {@code gone}, in position order, with the file's bytes (read once, here, beside the other
-     * folded files: the copy reads them again from memory); null when the rows are not in key order
-     * (a file some other writer made), whose rows must then be sorted with the new ones.
+     * {@code gone}, in position order, read from {@code file} (the data file's bytes, read once,
+     * beside the other folded files: the copy reads them again from memory); null when the rows are
+     * not in key order (a file some other writer made), whose rows must then be sorted with the new ones.
      */
     private static MergeWriter.MovedRows sortedKeys(
-            Table table, TableLayout layout, FileScanTask task, Set<Long> gone) {
-        InputFile file = inMemory(table.io().newInputFile(task.file()));
+            Table table, TableLayout layout, FileScanTask task, InputFile file, Set<Long> gone) {
         Schema keys = MergeWriter.MovedRows.projection(table.schema(), layout);
         Comparator<Record> order = layout.keyOrder(keys);
+        // By the projection's index: the rows may carry more columns after it (those another
+        // writer's equality deletes compare, which the reader adds).
         int position = keys.columns().size() - 1;
         List<Record> out = new ArrayList<>();
+        List<Long> positions = new ArrayList<>();
         try (CloseableIterable<Record> rows = TaskRows.read(table, task, keys, file)) {
             Record previous = null;
             for (Record row : rows) {
-                if (gone.contains(row.get(position, Long.class))) {
+                long pos = row.get(position, Long.class);
+                if (gone.contains(pos)) {
                     continue;
                 }
                 if (previous != null && order.compare(previous, row) > 0) {
                     return null;
                 }
                 out.add(row);
+                positions.add(pos);
                 previous = row;
             }
         } catch (IOException e) {
             throw new UncheckedIOException(
                     "Cannot read the keys of " + task.file().location(), e);
         }
-        return new MergeWriter.MovedRows(task, file, out);
+        return new MergeWriter.MovedRows(
+                task, file, out, positions.stream().mapToLong(Long::longValue).toArray());
     }
 
     /** The whole of {@code file} (a small file: folded files are below the fold's threshold), in memory. */
@@ -284,10 +291,10 @@ final class SmallFileRewrite {
         }
     }
 
-    /** The live rows of {@code task} not in {@code gone}, as rows of the table's current schema. */
-    private static List<Record> liveRowsBut(Table table, FileScanTask task, Set<Long> gone) {
+    /** The live rows of {@code task} (read from {@code file}) not in {@code gone}, as rows of the table's current schema. */
+    private static List<Record> liveRowsBut(Table table, FileScanTask task, InputFile file, Set<Long> gone) {
         List<Record> out = new ArrayList<>();
-        TaskRows.withPositions(table, task, (position, row) -> {
+        TaskRows.withPositions(table, task, file, (position, row) -> {
             if (!gone.contains(position)) {
                 out.add(row);
             }

@@ -230,10 +230,21 @@ public final class MergeWriter {
      * merge's new file of the same partition ({@link ParquetRowCopy}) instead of being read into
      * records and written again: {@code file} is the data file's bytes (a small file, held in
      * memory), and {@code keys} holds, per live row in position order (and so in key order), its key
-     * columns, sequence column and row position ({@link #projection}). That is what orders the
-     * copied rows among the new ones, and what the key index records of them.
+     * columns and sequence column ({@link #projection}), and {@code positions} its row position. That
+     * is what orders the copied rows among the new ones, and what the key index records of them.
      */
-    public record MovedRows(FileScanTask task, InputFile file, List<Record> keys) {
+    public record MovedRows(FileScanTask task, InputFile file, List<Record> keys, long[] positions) {
+        public MovedRows {
+            if (keys.size() != positions.length) {
+                throw new IllegalArgumentException(keys.size() + " keys for " + positions.length + " positions");
+            }
+        }
+
+        /** How many rows move. */
+        public int size() {
+            return positions.length;
+        }
+
         /** The columns {@code keys} holds: the key columns, the sequence column, the row position last. */
         public static Schema projection(Schema schema, TableLayout layout) {
             List<String> names = new ArrayList<>(layout.keyColumns());
@@ -270,26 +281,26 @@ public final class MergeWriter {
         ParquetRowCopy.Source[] sources = new ParquetRowCopy.Source[moved.size()];
         List<List<Record>> whole = new ArrayList<>();
         List<Record> order = new ArrayList<>();
-        OutputFileFactory files = OutputFileFactory.builderFor(table, 0, task)
-                .operationId(runId)
-                .format(FileFormat.PARQUET)
-                .build();
-        RollingDataWriter<Object> writer = new RollingDataWriter<>(
-                ParquetRowCopy.recordsOrCopies(table, mergeFileSettings(table.properties())),
-                files,
-                table.io(),
-                TARGET_FILE_SIZE,
-                spec,
-                partition);
+        RollingDataWriter<Object> writer;
         try {
             for (int m = 0; m < moved.size(); m++) {
                 MovedRows move = moved.get(m);
                 sources[m] = ParquetRowCopy.Source.open(move.file(), target);
                 whole.add(sources[m] == null ? rowsAt(move) : null);
-                if (!move.keys().isEmpty()) {
+                if (move.size() > 0) {
                     heads.add(new Head(m, 0, layout.keyOf(move.keys().get(0))));
                 }
             }
+            writer = new RollingDataWriter<>(
+                    ParquetRowCopy.recordsOrCopies(table, mergeFileSettings(table.properties())),
+                    OutputFileFactory.builderFor(table, 0, task)
+                            .operationId(runId)
+                            .format(FileFormat.PARQUET)
+                            .build(),
+                    table.io(),
+                    TARGET_FILE_SIZE,
+                    spec,
+                    partition);
             try (writer) {
                 while (!heads.isEmpty()) {
                     Head head = heads.poll();
@@ -298,7 +309,7 @@ public final class MergeWriter {
                     if (head.run < 0) {
                         writer.write(row);
                     } else if (sources[head.run] != null) {
-                        sources[head.run].moveTo(row.get(row.size() - 1, Long.class)); // the row position, last
+                        sources[head.run].moveTo(moved.get(head.run).positions()[head.next]);
                         writer.write(sources[head.run]);
                     } else {
                         writer.write(whole.get(head.run).get(head.next));
@@ -325,7 +336,9 @@ public final class MergeWriter {
     /** The whole rows of a moved file at its keys' positions, in the same order, as records. */
     private List<Record> rowsAt(MovedRows move) {
         Set<Long> wanted = new HashSet<>();
-        move.keys().forEach(k -> wanted.add(k.get(k.size() - 1, Long.class)));
+        for (long position : move.positions()) {
+            wanted.add(position);
+        }
         List<Record> out = new ArrayList<>(move.keys().size());
         TaskRows.withPositions(table, move.task(), move.file(), (pos, row) -> {
             if (wanted.contains(pos)) {

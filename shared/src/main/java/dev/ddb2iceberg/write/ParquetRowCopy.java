@@ -506,14 +506,16 @@ public final class ParquetRowCopy {
     /**
      * Whether copied rows may share a file with records ({@link #recordsOrCopies}) for this schema:
      * when no column has metrics kept beside Parquet's own statistics (float and double columns'
-     * NaN counts, variants), which both writers would report for the same column.
+     * NaN counts, variants, geospatial bounds), which both writers would report for the same column.
      */
     public static boolean mixes(Schema schema) {
         return TypeUtil.indexById(schema.asStruct()).values().stream()
                 .map(field -> field.type().typeId())
                 .noneMatch(t -> t == org.apache.iceberg.types.Type.TypeID.FLOAT
                         || t == org.apache.iceberg.types.Type.TypeID.DOUBLE
-                        || t == org.apache.iceberg.types.Type.TypeID.VARIANT);
+                        || t == org.apache.iceberg.types.Type.TypeID.VARIANT
+                        || t == org.apache.iceberg.types.Type.TypeID.GEOMETRY
+                        || t == org.apache.iceberg.types.Type.TypeID.GEOGRAPHY);
     }
 
     /**
@@ -603,7 +605,9 @@ public final class ParquetRowCopy {
             @Override
             public DataWriter<T> newDataWriter(EncryptedOutputFile file, PartitionSpec spec, StructLike partition) {
                 try {
-                    return setup.of(file, spec, partition).build();
+                    // Each new file's name is new (OutputFileFactory: an operation id and a counter):
+                    // no HEAD request to ask S3 whether it exists first, as CREATE would send.
+                    return setup.of(file, spec, partition).overwrite().build();
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }

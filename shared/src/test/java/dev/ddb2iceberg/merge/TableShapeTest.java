@@ -48,8 +48,10 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.deletes.EqualityDeleteWriter;
 import org.apache.iceberg.encryption.EncryptedFiles;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.DataWriter;
@@ -477,36 +479,103 @@ class TableShapeTest {
     }
 
     @Test
-    void aMergeWritesItsDeleteFilesWithoutAskingS3WhetherTheyExist() {
+    void aMergeWritesItsFilesWithoutAskingS3WhetherTheyExist() {
         env.put("PARTITION_SPEC", "none");
         configure();
-        MergeOptions noFolding = settings.options().withRewriteFilesBelow(0); // deletes, not folds
         KeyedWorkload w = new KeyedWorkload(12, 100_000);
         List<Change> inserts = new ArrayList<>();
         for (int i = 0; i < 200; i++) {
             inserts.add(w.upsert(i, Operation.INSERT));
         }
-        merge(inserts, noFolding);
-        // Every delete file name is new: a HEAD before writing it would be a wasted round trip
-        // (one per touched data file), so any HEAD of one fails here, and with it the merge.
-        // (Readers may HEAD them: Iceberg's delete loader does, so the table is read after.)
-        List<Change> changes = List.of(w.upsert(3, Operation.MODIFY), w.remove(7, false));
-        assertTrue(new BatchStager(store)
-                .stage(StreamEvents.batch(changes).getRecords())
-                .complete());
-        model.apply(changes);
-        server.faults().failFrom(FaultInjectingBlobStore.Operation.HEAD, 1, key -> key.endsWith("deletes.parquet"));
-        MergeResult r;
+        merge(inserts, settings.options());
+        // Every file a merge writes has a new name: a HEAD before writing one would be a wasted
+        // round trip (a merge writes a delete file per data file it touches, thousands at a
+        // billion rows). So any HEAD of a data or delete file fails here, and with it the merge:
+        // first a merge that folds (the copied rows' writer), then one that leaves a delete file.
+        // (Readers may HEAD delete files: Iceberg's delete loader does, so the table is read after.)
+        List<Change> more = new ArrayList<>();
+        for (int i = 200; i < 220; i++) {
+            more.add(w.upsert(i, Operation.INSERT));
+        }
+        List<Change> touch = List.of(w.upsert(3, Operation.MODIFY), w.remove(7, false));
+        server.faults()
+                .failFrom(
+                        FaultInjectingBlobStore.Operation.HEAD,
+                        1,
+                        key -> key.contains("/data/") && key.endsWith(".parquet"));
+        List<MergeResult> results = new ArrayList<>();
         try {
-            r = new Merger(catalog, settings.table(), store, noFolding).run();
+            for (var changes : List.of(more, touch)) {
+                assertTrue(new BatchStager(store)
+                        .stage(StreamEvents.batch(changes).getRecords())
+                        .complete());
+                model.apply(changes);
+                MergeOptions options = changes == more
+                        ? settings.options()
+                        : settings.options().withRewriteFilesBelow(0); // deletes, not a fold
+                results.add(new Merger(catalog, settings.table(), store, options).run());
+            }
         } finally {
             server.faults().clear();
         }
-        assertEquals(1, r.commitAttempts(), "committed at the first attempt: " + r);
-        assertEquals(1, files().values().stream().mapToInt(List::size).sum(), "the data file got its delete file");
+        for (MergeResult r : results) {
+            assertEquals(1, r.commitAttempts(), "committed at the first attempt: " + r);
+        }
+        assertEquals(1, files().values().stream().mapToInt(List::size).sum(), "the touched file got its delete file");
         var actual = TableItems.read(table());
         assertTrue(
                 model.items().equals(actual),
                 () -> ExpectedTable.diff(model.items(), actual).toString());
+    }
+
+    @Test
+    void aFoldedFileWithAnotherWritersEqualityDeleteMovesOnlyItsLiveRows() throws IOException {
+        env.put("PARTITION_SPEC", "none");
+        configure();
+        MergeOptions folding = settings.options().withKeyIndex(false); // another writer's commit follows
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 60; i++) {
+            inserts.add(item(i, Operation.INSERT, city(i)));
+        }
+        merge(inserts, folding);
+
+        // Another writer deletes by a non-key column (Flink's upserts write such files). Reading
+        // the folded file's keys then also reads that column, after the row position.
+        Table table = table();
+        Schema counts = table.schema().select("count");
+        Object gone = IcebergGenerics.read(table)
+                .select("count")
+                .build()
+                .iterator()
+                .next()
+                .getField("count");
+        OutputFile out = table.io().newOutputFile(table.locationProvider().newDataLocation("eq-deletes.parquet"));
+        EqualityDeleteWriter<Record> deletes = new GenericFileWriterFactory.Builder(table)
+                .equalityFieldIds(new int[] {counts.findField("count").fieldId()})
+                .equalityDeleteRowSchema(counts)
+                .build()
+                .newEqualityDeleteWriter(EncryptedFiles.plainAsEncryptedOutput(out), table.spec(), null);
+        try (deletes) {
+            Record row = GenericRecord.create(counts);
+            row.setField("count", gone);
+            deletes.write(row);
+        }
+        table.newRowDelta().addDeletes(deletes.toDeleteFile()).commit();
+        Map<Map<String, DdbValue>, Map<String, DdbValue>> expected = new HashMap<>(TableItems.read(table()));
+        assertEquals(inserts.size() - 1, expected.size(), "the equality delete removed one row");
+
+        // The next merge folds the file: exactly its live rows move, each with its own values.
+        List<Change> more = List.of(item(100, Operation.INSERT, city(100)), item(101, Operation.INSERT, city(101)));
+        assertTrue(new BatchStager(store)
+                .stage(StreamEvents.batch(more).getRecords())
+                .complete());
+        MergeResult r = new Merger(catalog, settings.table(), store, folding).run();
+        ExpectedTable added = new ExpectedTable();
+        added.apply(more);
+        expected.putAll(added.items());
+        var actual = TableItems.read(table());
+        assertTrue(expected.equals(actual), () -> "after " + r + ": " + ExpectedTable.diff(expected, actual));
+        assertEquals(1, files().size(), "the file was folded: " + files().keySet());
+        assertEveryFileInKeyOrder(table());
     }
 }
