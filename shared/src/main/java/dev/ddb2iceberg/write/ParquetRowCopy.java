@@ -628,7 +628,7 @@ public final class ParquetRowCopy {
     }
 
     /** Iceberg's file as parquet-java's (Iceberg's own adapter is not public). */
-    private static org.apache.parquet.io.InputFile parquetFile(org.apache.iceberg.io.InputFile file) {
+    static org.apache.parquet.io.InputFile parquetFile(org.apache.iceberg.io.InputFile file) {
         return new org.apache.parquet.io.InputFile() {
             @Override
             public long getLength() {

@@ -13,8 +13,11 @@ import dev.ddb2iceberg.testkit.MergerFixture;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.LongFunction;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
@@ -28,8 +31,13 @@ import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.deletes.PositionDeleteWriter;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.util.ContentFileUtil;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,7 +45,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Our position delete file for one data file is the file Iceberg's own position delete writer
  * writes for it: the same positions read back by Iceberg's reader, the same metrics (bounds that
- * name the data file, no value counts), partition and record count. Written to the embedded S3
+ * name the data file, no value counts), partition and record count, and the same columns in
+ * Parquet (encodings, dictionary page, statistics, codec), one page or several. Written to the embedded S3
  * server over HTTP, for a data file of a table the merger made (SQLite catalog).
  */
 @ExtendWith(S3ServerExtension.class)
@@ -47,6 +56,24 @@ class PositionDeleteFileWriterTest {
 
     @Test
     void itWritesTheFileIcebergsOwnPositionDeleteWriterWrites(EmbeddedS3Server server) throws IOException {
+        assertWritesIcebergsFile(server, recordCount -> new long[] {0, 3, 4, 17, recordCount - 1});
+    }
+
+    /** Over two full pages and a part (a data file's carried deletes grow to many pages before compaction). */
+    @Test
+    void aFileOfSeveralPagesIsTheFileIcebergsWriterWrites(EmbeddedS3Server server) throws IOException {
+        int n = 2 * PositionDeleteFileWriter.PAGE_ROWS + 1;
+        assertWritesIcebergsFile(server, recordCount -> {
+            long[] positions = new long[n];
+            for (int i = 0; i < n; i++) {
+                positions[i] = 3L * i + 1; // as many as there are: the reader does not check against the data file
+            }
+            return positions;
+        });
+    }
+
+    private void assertWritesIcebergsFile(EmbeddedS3Server server, LongFunction<long[]> positionsFor)
+            throws IOException {
         MergerFixture fixture = new MergerFixture(server, dir, Map.of("PARTITION_SPEC", "bucket(4, pk)"));
         KeyedWorkload w = new KeyedWorkload(31, 1000);
         List<Change> inserts = new ArrayList<>();
@@ -62,7 +89,7 @@ class PositionDeleteFileWriterTest {
             dataFile = tasks.iterator().next().file();
         }
         assertTrue(dataFile.recordCount() > 20, "the data file has rows to delete: " + dataFile.recordCount());
-        long[] positions = {0, 3, 4, 17, dataFile.recordCount() - 1};
+        long[] positions = positionsFor.apply(dataFile.recordCount());
 
         OutputFileFactory files = OutputFileFactory.builderFor(table, 0, 7)
                 .format(FileFormat.PARQUET)
@@ -112,8 +139,35 @@ class PositionDeleteFileWriterTest {
                 positionsOf(reader.loadPositionDeletes(List.of(ours), dataFile.location())),
                 "Iceberg's reader reads the same positions from both");
         assertEquals(
-                List.of(0L, 3L, 4L, 17L, dataFile.recordCount() - 1),
+                Arrays.stream(positions).boxed().toList(),
                 positionsOf(reader.loadPositionDeletes(List.of(ours), dataFile.location())));
+
+        Map<String, ColumnChunkMetaData> ourChunks = chunks(table.io().newInputFile(ours.location()));
+        Map<String, ColumnChunkMetaData> theirChunks = chunks(table.io().newInputFile(theirs.location()));
+        assertEquals(theirChunks.keySet(), ourChunks.keySet(), "the columns");
+        for (String column : theirChunks.keySet()) {
+            ColumnChunkMetaData o = ourChunks.get(column);
+            ColumnChunkMetaData t = theirChunks.get(column);
+            assertEquals(t.getValueCount(), o.getValueCount(), column + ": values");
+            assertEquals(t.getEncodings(), o.getEncodings(), column + ": encodings");
+            assertEquals(t.hasDictionaryPage(), o.hasDictionaryPage(), column + ": a dictionary page");
+            assertEquals(t.getStatistics(), o.getStatistics(), column + ": statistics");
+            assertEquals(t.getCodec(), o.getCodec(), column + ": codec");
+        }
+    }
+
+    /** The one row group's column chunks of a Parquet file, by column. */
+    private static Map<String, ColumnChunkMetaData> chunks(InputFile file) throws IOException {
+        try (ParquetFileReader reader = ParquetFileReader.open(
+                ParquetRowCopy.parquetFile(file), ParquetReadOptions.builder().build())) {
+            List<BlockMetaData> blocks = reader.getFooter().getBlocks();
+            assertEquals(1, blocks.size(), "row groups in " + file.location());
+            Map<String, ColumnChunkMetaData> chunks = new TreeMap<>();
+            for (ColumnChunkMetaData column : blocks.get(0).getColumns()) {
+                chunks.put(column.getPath().toDotString(), column);
+            }
+            return chunks;
+        }
     }
 
     private static List<Long> positionsOf(PositionDeleteIndex index) {
