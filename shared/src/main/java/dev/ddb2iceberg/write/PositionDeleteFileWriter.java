@@ -188,7 +188,14 @@ final class PositionDeleteFileWriter {
             writer.endBlock();
             writer.end(Map.of());
         } catch (IOException | RuntimeException e) {
+            // No footer for a file that failed half way (it is never committed; orphan removal
+            // takes it); close() then only frees the writer's buffers.
             writer.abort();
+            try {
+                writer.close();
+            } catch (IOException | RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
             throw e;
         }
         return writer.getFooter();
