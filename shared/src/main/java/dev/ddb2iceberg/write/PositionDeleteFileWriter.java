@@ -153,21 +153,17 @@ final class PositionDeleteFileWriter {
             writer.startColumn(PATH, positions.length, codec);
             byte[] entry = path.getBytes();
             BytesInput dictionary = BytesInput.concat(BytesInput.fromInt(entry.length), BytesInput.from(entry));
+            // Written at once (as every page here), so the compressor's buffer may be reused after.
             writer.writeDictionaryPage(new DictionaryPage(
-                    BytesInput.copy(compressor.compress(dictionary)),
-                    (int) dictionary.size(),
-                    1,
-                    Encoding.PLAIN_DICTIONARY));
-            BytesInput fullPage = null;
+                    compressor.compress(dictionary), (int) dictionary.size(), 1, Encoding.PLAIN_DICTIONARY));
+            // Every page holds the one path: the same statistics, and the same ids for every full page.
+            Statistics<?> pathStats = Statistics.createStats(PATH.getPrimitiveType());
+            pathStats.updateStats(path);
+            BytesInput fullPageIds = positions.length >= PAGE_ROWS ? dictionaryIds(PAGE_ROWS) : null;
             for (int from = 0; from < positions.length; from += PAGE_ROWS) {
                 int rows = Math.min(PAGE_ROWS, positions.length - from);
-                BytesInput ids = rows == PAGE_ROWS && fullPage != null ? fullPage : dictionaryIds(rows);
-                if (rows == PAGE_ROWS) {
-                    fullPage = ids;
-                }
-                Statistics<?> stats = Statistics.createStats(PATH.getPrimitiveType());
-                stats.updateStats(path);
-                writePage(writer, compressor, ids, rows, stats, Encoding.PLAIN_DICTIONARY);
+                BytesInput ids = rows == PAGE_ROWS ? fullPageIds : dictionaryIds(rows);
+                writePage(writer, compressor, ids, rows, pathStats, Encoding.PLAIN_DICTIONARY);
             }
             writer.endColumn();
 
