@@ -246,6 +246,7 @@ final class PartFile {
      */
     static final class Writer {
         private final ByteArrayOutputStream file;
+        private final int blockBytes;
         // The block being filled, in a plain array: ByteArrayOutputStream's synchronized write per
         // varint byte was a tenth of a fold's encoding time.
         private byte[] raw = new byte[BLOCK_BYTES + 256];
@@ -271,8 +272,14 @@ final class PartFile {
 
         /** A writer of one key range of a part, whose data file table other ranges share. */
         Writer(FileTable table, int expectedEntries) {
+            this(table, expectedEntries, BLOCK_BYTES);
+        }
+
+        /** As above, with blocks of about {@code blockBytes} raw bytes (a benchmark compares sizes). */
+        Writer(FileTable table, int expectedEntries, int blockBytes) {
             this.file = new ByteArrayOutputStream(Math.max(64, expectedEntries * 12));
             this.table = table;
+            this.blockBytes = blockBytes;
         }
 
         /** The reference of a data file in this part's table, added if new. */
@@ -326,7 +333,7 @@ final class PartFile {
             previousLength = keyLength;
             inBlock++;
             entries++;
-            if (rawLength >= BLOCK_BYTES) {
+            if (rawLength >= blockBytes) {
                 endBlock();
             }
         }
@@ -383,7 +390,7 @@ final class PartFile {
          * blocks end to end. Each range's last block stays as short as it ended.
          */
         static Writer join(Writer[] ranges) {
-            Writer all = new Writer(ranges[0].table, 0);
+            Writer all = new Writer(ranges[0].table, 0, ranges[0].blockBytes);
             for (Writer r : ranges) {
                 if (r.table != all.table) {
                     throw new IllegalArgumentException("key ranges of one part share one data file table");

@@ -1,0 +1,107 @@
+package dev.ddb2iceberg.index;
+
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * JMH: finding one key in a key index part held in memory ({@link PartFile#find}), as a merge does
+ * for each changed key whose block no other key of the merge falls in: check the block's CRC,
+ * decompress it, decode entries up to the key. At a billion rows nearly every changed key is alone
+ * in its block, so this is a lookup's whole CPU cost there. The keys are the merge benchmark's (a
+ * string partition key and a number sort key), the sequences DynamoDB's, 250 data files. The score
+ * is microseconds a key, for each raw block size. Setup prints the part's stored bytes per entry and
+ * its footer's memory per entry, the other side of the trade. Run: {@code benchmarks/run --jmh}, or
+ * {@code java -cp … org.openjdk.jmh.Main IndexBlockLoops}.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-XX:+UseParallelGC", "-Xmx2g"}) // the merger's collector, as the template sets it
+public class IndexBlockLoops {
+    private static final int ENTRIES = 200_000;
+    private static final int LOOKUPS = 4096;
+
+    @Param({"2048", "4096", "8192"})
+    public int blockBytes;
+
+    private PartFile.Footer footer;
+    private byte[] part;
+    private byte[][] lookups;
+    private int next;
+
+    @Setup
+    public void setUp() {
+        // Keys as the merge benchmark's items have them: partition key cust-(n/10), sort key n.
+        byte[][] keys = new byte[ENTRIES][];
+        for (int n = 0; n < ENTRIES; n++) {
+            keys[n] = IndexKeys.encode(List.of("cust-" + (n * 50L / 10), n * 50L));
+        }
+        Arrays.sort(keys, Arrays::compareUnsigned);
+        String[] files = new String[250];
+        for (int f = 0; f < files.length; f++) {
+            files[f] = "s3://bench/warehouse/ddb2iceberg.db/orders/data/pk_bucket=" + (f % 64) + "/00012-3-" + f
+                    + "-9f3d-4c55-a2b1-7e2f44c2d9aa-0-00001.parquet";
+        }
+        PartFile.FileTable table = new PartFile.FileTable();
+        for (String f : files) {
+            table.ref(f);
+        }
+        PartFile.Writer writer = new PartFile.Writer(table, ENTRIES, blockBytes);
+        Random random = new Random(1);
+        BigInteger firstSequence = new BigInteger("100000000000000000000");
+        for (byte[] key : keys) {
+            byte[] sequence = firstSequence
+                    .add(BigInteger.valueOf(random.nextInt(1 << 30)))
+                    .toByteArray();
+            writer.add(
+                    key,
+                    0,
+                    key.length,
+                    random.nextInt(files.length),
+                    random.nextInt(1_000_000),
+                    sequence,
+                    0,
+                    sequence.length);
+        }
+        part = writer.finish();
+        footer = PartFile.footer("bench-part", part.length, part);
+        lookups = new byte[LOOKUPS][];
+        for (int i = 0; i < LOOKUPS; i++) {
+            lookups[i] = keys[random.nextInt(ENTRIES)];
+        }
+        System.err.printf(
+                "%n%d-byte blocks: %d blocks, %.2f stored bytes an entry, footer in memory %.2f bytes an entry%n",
+                blockBytes, footer.blocks(), (double) part.length / ENTRIES, (double) footer.memoryBytes() / ENTRIES);
+    }
+
+    @Benchmark
+    public int findOneKey() {
+        byte[] key = lookups[next++ & (LOOKUPS - 1)];
+        int block = footer.blockOf(key);
+        List<IndexEntries.Entry> found =
+                PartFile.find(footer, block, part, (int) footer.offset(block), new ArrayList<>(List.of(key)));
+        if (found.size() != 1) {
+            throw new IllegalStateException("a key the part holds was not found in block " + block);
+        }
+        return (int) found.get(0).position();
+    }
+}
