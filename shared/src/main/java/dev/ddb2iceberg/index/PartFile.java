@@ -760,19 +760,39 @@ final class PartFile {
         decompress(d, footer.location, what, data, at, footer.lengths[block], rawLength, raw);
         BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, raw, 0, rawLength));
         List<IndexEntries.Entry> found = new ArrayList<>();
+        // A scan, entry by entry, for each key in turn. Most entries are passed over without a
+        // compare: "below" is how many leading bytes the entry before shares with the key sought,
+        // known when that entry sorted below it (-1: not known). An entry that shares more than that
+        // with the entry before is below the key too; otherwise it is compared only from where it
+        // stops sharing with the entry before, since up to there it equals the key.
         int k = 0;
+        int below = -1;
         for (int i = 0; i < footer.counts[block] && k < keys.size(); i++) {
-            entries.next();
-            while (k < keys.size() && entries.compareKeyTo(keys.get(k)) > 0) {
-                k++; // not in this block
+            int shared = entries.next();
+            if (below >= 0 && shared > below) {
+                continue;
             }
-            if (k < keys.size() && entries.compareKeyTo(keys.get(k)) == 0) {
-                found.add(new IndexEntries.Entry(
-                        entries.key(),
-                        footer.files[entries.ref],
-                        entries.position,
-                        new BigInteger(entries.sequence())));
-                k++;
+            int from = below >= 0 ? shared : 0;
+            below = -1;
+            while (k < keys.size()) {
+                byte[] key = keys.get(k);
+                int same = entries.sharedWith(key, from);
+                int c = entries.compareAt(key, same);
+                if (c < 0) {
+                    below = same; // the next entry may follow it past the key
+                    break;
+                }
+                if (c == 0) {
+                    found.add(new IndexEntries.Entry(
+                            entries.key(),
+                            footer.files[entries.ref],
+                            entries.position,
+                            new BigInteger(entries.sequence())));
+                    k++;
+                    break;
+                }
+                k++; // the entry is above the key: the key is not in this block
+                from = 0;
             }
         }
         return found;
@@ -807,7 +827,8 @@ final class PartFile {
             this.in = in;
         }
 
-        void next() {
+        /** Decodes the next entry; returns how many leading bytes its key shares with the one before. */
+        int next() {
             int shared = (int) in.varint();
             int rest = (int) in.varint();
             if (shared > keyLength) {
@@ -825,6 +846,7 @@ final class PartFile {
             if (ref < 0 || ref >= footer.files.length || sequenceLength == 0) {
                 throw in.damaged("an entry pointing to no data file");
             }
+            return shared;
         }
 
         byte[] key() {
@@ -835,9 +857,21 @@ final class PartFile {
             return Arrays.copyOfRange(in.data, sequenceFrom, sequenceFrom + sequenceLength);
         }
 
-        /** Compares this entry's key with {@code other}, unsigned. */
-        int compareKeyTo(byte[] other) {
-            return Arrays.compareUnsigned(keyBuffer, 0, keyLength, other, 0, other.length);
+        /**
+         * How many leading bytes this entry's key shares with {@code other}, given that they share
+         * at least {@code from} (each key's length when they are equal).
+         */
+        int sharedWith(byte[] other, int from) {
+            int m = Arrays.mismatch(keyBuffer, from, keyLength, other, from, other.length);
+            return m < 0 ? keyLength : from + m;
+        }
+
+        /** Compares this entry's key with {@code other}, unsigned, given that they share {@code same} leading bytes. */
+        int compareAt(byte[] other, int same) {
+            if (same == keyLength || same == other.length) {
+                return Integer.compare(keyLength, other.length);
+            }
+            return Integer.compare(keyBuffer[same] & 0xFF, other[same] & 0xFF);
         }
     }
 

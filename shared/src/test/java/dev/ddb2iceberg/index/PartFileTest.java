@@ -94,6 +94,94 @@ class PartFileTest {
         assertEquals(inBlock.size() / 2, found.size(), "each held key once, none of the others");
     }
 
+    /**
+     * The scan within a block passes over most entries by how much of their key they share with
+     * the entry before: keys from a two-letter alphabet share long prefixes, are prefixes of one
+     * another, and are looked up with every key near them that the part never held (a prefix, an
+     * extension, others between), many keys a block in one read, in small and in default-size blocks.
+     */
+    @Test
+    void keysSharingPrefixesAreFoundExactlyAmongNearMisses() {
+        // By hand: "aab" is passed over for "aac" (they share "aa"), and "b", sharing nothing with
+        // "aab", must be compared with "aac" from its first byte.
+        findsExactly(
+                new TreeSet<>(List.of("aab", "b", "ba", "bab", "bb")),
+                new TreeSet<>(List.of("a", "aa", "aac", "ab", "b", "baa", "bab", "bac", "bb", "c")));
+        Random random = new Random(6);
+        TreeSet<String> held = new TreeSet<>();
+        while (held.size() < 3_000) {
+            held.add(letters(random, 12));
+        }
+        TreeSet<String> sought = new TreeSet<>();
+        for (String key : held) {
+            if (random.nextBoolean()) {
+                sought.add(key); // half the held keys: a key passed over is compared with the next
+            }
+            sought.add(key + "a");
+            sought.add(key + "c");
+            sought.add(key.substring(0, key.length() - 1));
+            sought.add(key.substring(0, key.length() - 1) + "c");
+            sought.add(key.substring(0, key.length() - 1) + "ab");
+        }
+        for (int i = 0; i < 10_000; i++) { // and keys of the same letters anywhere between
+            sought.add(letters(random, 13));
+        }
+        findsExactly(held, sought);
+    }
+
+    /** A key of 1 to {@code longest} letters a and b. */
+    private static String letters(Random random, int longest) {
+        StringBuilder key = new StringBuilder();
+        for (int n = 1 + random.nextInt(longest); n > 0; n--) {
+            key.append(random.nextBoolean() ? 'a' : 'b');
+        }
+        return key.toString();
+    }
+
+    /**
+     * Writes {@code held} as a part (in tiny, small and default-size blocks) and looks up
+     * {@code sought}, each block's keys in one read: exactly the sought ones it holds are found, each its own entry.
+     */
+    private static void findsExactly(TreeSet<String> held, TreeSet<String> sought) {
+        for (int blockBytes : new int[] {8, 64, 256, PartFile.BLOCK_BYTES}) {
+            PartFile.Writer writer = new PartFile.Writer(new PartFile.FileTable(), held.size(), blockBytes);
+            int ref = writer.fileRef("s3://bucket/data/file.parquet");
+            int position = 0;
+            for (String key : held) { // a String's order is the bytes' order for these letters
+                byte[] k = key.getBytes(StandardCharsets.UTF_8);
+                byte[] sequence = BigInteger.valueOf(position).toByteArray();
+                writer.add(k, 0, k.length, ref, position++, sequence, 0, sequence.length);
+            }
+            byte[] file = writer.finish();
+            PartFile.Footer footer = footerOf(file);
+            Map<Integer, List<byte[]>> byBlock = new TreeMap<>();
+            for (String key : sought) {
+                byte[] k = key.getBytes(StandardCharsets.UTF_8);
+                int block = footer.blockOf(k);
+                if (block < 0) {
+                    assertTrue(!held.contains(key), "a held key before every block: " + key);
+                } else {
+                    byBlock.computeIfAbsent(block, b -> new ArrayList<>()).add(k);
+                }
+            }
+            TreeSet<String> found = new TreeSet<>();
+            for (Map.Entry<Integer, List<byte[]>> e : byBlock.entrySet()) {
+                int block = e.getKey();
+                for (IndexEntries.Entry entry :
+                        PartFile.find(footer, block, file, (int) footer.offset(block), e.getValue())) {
+                    String key = new String(entry.key(), StandardCharsets.UTF_8);
+                    assertEquals(
+                            held.headSet(key).size(), entry.position(), "the entry found for " + key + " is its own");
+                    assertTrue(found.add(key), "found twice: " + key);
+                }
+            }
+            TreeSet<String> expected = new TreeSet<>(held);
+            expected.retainAll(sought);
+            assertEquals(
+                    expected, found, "keys found among " + sought.size() + " sought, " + blockBytes + "-byte blocks");
+        }
+    }
+
     @Test
     void aWholePartReadsBackEntryForEntry() {
         IndexEntries entries = entries(30_000, new Random(3));
