@@ -1,5 +1,8 @@
 package dev.ddb2iceberg.index;
 
+import com.github.luben.zstd.ZstdIOException;
+import com.github.luben.zstd.ZstdInputStream;
+import com.github.luben.zstd.ZstdOutputStream;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -12,18 +15,18 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.function.LongConsumer;
-import java.util.zip.Deflater;
 import java.util.zip.GZIPInputStream;
-import java.util.zip.GZIPOutputStream;
 import java.util.zip.ZipException;
 import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.OutputFile;
 
 /**
- * One key index file (a base part or a delta) in object storage: gzip of a header, the data file
- * table, the sorted entries and an end marker. gzip's CRC and length check, the marker and the
- * counts make a truncated or damaged file fail to read, never read as fewer entries.
+ * One key index file (a delta, or a base part of an index from before {@link PartFile}) in object
+ * storage: zstd of a header, the data file table, the sorted entries and an end marker. The zstd
+ * frame's checksum, the marker and the counts make a truncated or damaged file fail to read, never
+ * read as fewer entries. Files written before 2026-12-04 are gzip of the same bytes, and are read
+ * as such (told apart by their first bytes).
  */
 final class IndexFile {
     private static final int MAGIC = 0xDD81_0001;
@@ -36,7 +39,7 @@ final class IndexFile {
         OutputFile file = io.newOutputFile(location);
         CountingOutputStream raw;
         try (CountingOutputStream counted = new CountingOutputStream(file.createOrOverwrite());
-                GZIPOutputStream gzip = new FastGzipOutputStream(counted)) {
+                ZstdOutputStream zstd = new ZstdOutputStream(counted, LEVEL).setChecksum(true)) {
             raw = counted;
             ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
             writeInt(buf, MAGIC);
@@ -52,12 +55,12 @@ final class IndexFile {
                 Varints.write(buf, seq.length);
                 buf.writeBytes(seq);
                 if (buf.size() > (1 << 16)) {
-                    buf.writeTo(gzip);
+                    buf.writeTo(zstd);
                     buf.reset();
                 }
             }
             writeInt(buf, END);
-            buf.writeTo(gzip);
+            buf.writeTo(zstd);
         } catch (IOException e) {
             throw new UncheckedIOException("could not write key index file " + location, e);
         }
@@ -75,17 +78,14 @@ final class IndexFile {
     }
 
     /**
-     * gzip at deflate's fastest level: a merge writes its delta on its commit's path, and at the
-     * default level (6) deflating 160,000 entries took longer than encoding them. Readers see the
-     * same format. On 160,000 entries of merge-like keys: 3.6 times as fast, the file 14 % larger
-     * (deltas are short-lived: folds absorb them into the parts).
+     * zstd level 1, as {@link PartFile}'s blocks: a merge writes its delta on its commit's path, on
+     * one thread. It was gzip at deflate's fastest level, which took about 1 % of a steady merge's
+     * CPU at 10M rows (deltas are short-lived: folds absorb them into the parts).
      */
-    private static final class FastGzipOutputStream extends GZIPOutputStream {
-        FastGzipOutputStream(OutputStream out) throws IOException {
-            super(out, 1 << 16);
-            def.setLevel(Deflater.BEST_SPEED);
-        }
-    }
+    private static final int LEVEL = 1;
+
+    /** The first two bytes of a gzip stream: the files written before zstd. */
+    private static final int GZIP_MAGIC = 0x1F8B;
 
     /** Counts the bytes that pass, for the size of a file just written. */
     private static final class CountingOutputStream extends FilterOutputStream {
@@ -116,9 +116,9 @@ final class IndexFile {
     /** As {@link #read(FileIO, String)}, telling {@code bytesRead} how many bytes it read from storage. */
     static IndexEntries read(FileIO io, String location, LongConsumer bytesRead) {
         long[] read = {0};
-        try (InputStream raw = new CountingInputStream(io.newInputFile(location).newStream(), read);
-                DataInputStream in =
-                        new DataInputStream(new BufferedInputStream(new GZIPInputStream(raw, 1 << 16), 1 << 16))) {
+        try (InputStream raw = new BufferedInputStream(
+                        new CountingInputStream(io.newInputFile(location).newStream(), read), 1 << 16);
+                DataInputStream in = new DataInputStream(new BufferedInputStream(decompressing(raw), 1 << 16))) {
             if (in.readInt() != MAGIC) {
                 throw new DamagedIndexException(location + " is not a key index file");
             }
@@ -145,7 +145,7 @@ final class IndexFile {
                 throw new DamagedIndexException(location + " does not end where its entry count says");
             }
             return entries.build();
-        } catch (EOFException | ZipException e) {
+        } catch (EOFException | ZipException | ZstdIOException e) {
             throw new DamagedIndexException(location + " is truncated or damaged (" + e.getMessage() + ")");
         } catch (NotFoundException e) {
             throw new DamagedIndexException(location + " is missing");
@@ -155,6 +155,18 @@ final class IndexFile {
         } finally {
             bytesRead.accept(read[0]);
         }
+    }
+
+    /** The file's bytes decompressed: zstd, or gzip for a file from before (by its first two bytes). */
+    private static InputStream decompressing(InputStream raw) throws IOException {
+        raw.mark(2);
+        int first = raw.read();
+        int second = raw.read();
+        raw.reset();
+        if (first < 0 || second < 0) {
+            throw new EOFException("no bytes");
+        }
+        return ((first << 8) | second) == GZIP_MAGIC ? new GZIPInputStream(raw, 1 << 16) : new ZstdInputStream(raw);
     }
 
     /** Counts the bytes read from storage, for what a merge reads of the index. */

@@ -1,0 +1,127 @@
+package dev.ddb2iceberg.index;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.Random;
+import java.util.zip.GZIPInputStream;
+import java.util.zip.GZIPOutputStream;
+import org.apache.iceberg.inmemory.InMemoryFileIO;
+import org.apache.iceberg.io.FileIO;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A key index file (what a merge writes as its delta): read back entry for entry, tombstones
+ * included; refused as damage when cut short or changed, never read as fewer or other entries; and
+ * a file from before zstd (gzip of the same bytes) still read. Bytes only, so an in-memory FileIO
+ * holds them; reading and writing them through S3 is in KeyIndexTest.
+ */
+class IndexFileTest {
+    private final FileIO io = new InMemoryFileIO();
+
+    private static IndexEntries entries(int n) {
+        Random random = new Random(7);
+        IndexEntries.Builder b = new IndexEntries.Builder();
+        for (int i = 0; i < n; i++) {
+            byte[] key = ("customer-" + random.nextInt(1_000_000) + "#order-" + i).getBytes(StandardCharsets.UTF_8);
+            byte[] sequence = BigInteger.valueOf(1_000_000L + i).toByteArray();
+            if (i % 10 == 3) {
+                b.add(key, null, 0, sequence); // a removed key's tombstone
+            } else {
+                b.add(key, "s3://bucket/data/file-" + (i % 7) + ".parquet", i * 3L, sequence);
+            }
+        }
+        return b.build();
+    }
+
+    private static String describe(IndexEntries entries, int i) {
+        IndexEntries.Entry e = entries.entry(i);
+        return new String(e.key(), StandardCharsets.UTF_8) + " -> " + e.file() + "@" + e.position() + "#"
+                + e.sequence();
+    }
+
+    private static void assertSameEntries(IndexEntries expected, IndexEntries actual) {
+        assertEquals(expected.size(), actual.size(), "entries read back");
+        for (int i = 0; i < expected.size(); i++) {
+            assertEquals(describe(expected, i), describe(actual, i), "entry " + i);
+        }
+    }
+
+    private byte[] bytesOf(String location) throws IOException {
+        try (InputStream in = io.newInputFile(location).newStream()) {
+            return in.readAllBytes();
+        }
+    }
+
+    private void put(String location, byte[] bytes, int length) throws IOException {
+        try (OutputStream out = io.newOutputFile(location).createOrOverwrite()) {
+            out.write(bytes, 0, length);
+        }
+    }
+
+    @Test
+    void aFileReadsBackEntryForEntryTombstonesIncluded() throws IOException {
+        IndexEntries written = entries(20_000);
+        long size = IndexFile.write(io, "mem://index/delta.bin", written);
+        assertEquals(bytesOf("mem://index/delta.bin").length, size, "the size write returns is the stored size");
+        assertSameEntries(written, IndexFile.read(io, "mem://index/delta.bin"));
+    }
+
+    @Test
+    void aFileCutShortOrChangedIsDamageNeverFewerEntries() throws IOException {
+        IndexEntries written = entries(2_000);
+        IndexFile.write(io, "mem://index/good.bin", written);
+        byte[] good = bytesOf("mem://index/good.bin");
+        for (int length = 0; length < good.length; length += Math.max(1, good.length / 97)) {
+            put("mem://index/cut.bin", good, length);
+            int cut = length;
+            assertThrows(
+                    DamagedIndexException.class,
+                    () -> IndexFile.read(io, "mem://index/cut.bin"),
+                    () -> "a file cut to " + cut + " of " + good.length + " bytes");
+        }
+        for (int at = 0; at < good.length; at += Math.max(1, good.length / 97)) {
+            byte[] bad = good.clone();
+            bad[at] ^= 0x41;
+            put("mem://index/bad.bin", bad, bad.length);
+            int changed = at;
+            assertThrows(
+                    DamagedIndexException.class,
+                    () -> IndexFile.read(io, "mem://index/bad.bin"),
+                    () -> "a file with byte " + changed + " of " + good.length + " changed");
+        }
+    }
+
+    /** Tables indexed before the switch to zstd hold gzip files: the same bytes, gzipped. */
+    @Test
+    void aGzipFileFromBeforeZstdIsStillRead() throws IOException {
+        IndexEntries written = entries(5_000);
+        IndexFile.write(io, "mem://index/new.bin", written);
+        byte[] raw;
+        try (InputStream in = new com.github.luben.zstd.ZstdInputStream(
+                io.newInputFile("mem://index/new.bin").newStream())) {
+            raw = in.readAllBytes();
+        }
+        ByteArrayOutputStream gzipped = new ByteArrayOutputStream();
+        try (GZIPOutputStream gzip = new GZIPOutputStream(gzipped)) {
+            gzip.write(raw);
+        }
+        byte[] old = gzipped.toByteArray();
+        try (InputStream check = new GZIPInputStream(new java.io.ByteArrayInputStream(old))) {
+            assertEquals(raw.length, check.readAllBytes().length, "the gzip file holds the same bytes");
+        }
+        put("mem://index/old.bin", old, old.length);
+        assertSameEntries(written, IndexFile.read(io, "mem://index/old.bin"));
+        put("mem://index/old-cut.bin", old, old.length - 9);
+        assertThrows(
+                DamagedIndexException.class,
+                () -> IndexFile.read(io, "mem://index/old-cut.bin"),
+                "a gzip file cut short is damage too");
+    }
+}
