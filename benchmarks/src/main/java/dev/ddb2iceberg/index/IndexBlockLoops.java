@@ -53,7 +53,8 @@ public class IndexBlockLoops {
         // Keys as the merge benchmark's items have them: partition key cust-(n/10), sort key n.
         byte[][] keys = new byte[ENTRIES][];
         for (int n = 0; n < ENTRIES; n++) {
-            keys[n] = IndexKeys.encode(List.of("cust-" + (n * 50L / 10), n * 50L));
+            long item = n * 50L; // one item in 50: the keys of one part of 64 and more
+            keys[n] = IndexKeys.encode(List.of(String.format("cust-%09d", item / 10), item));
         }
         Arrays.sort(keys, Arrays::compareUnsigned);
         String[] files = new String[250];

@@ -44,7 +44,7 @@ public class IndexDeltaLoops {
         BigInteger firstSequence = new BigInteger("100000000000000000000");
         for (int i = 0; i < ENTRIES; i++) {
             long n = random.nextInt(10_000_000);
-            byte[] key = IndexKeys.encode(List.of("cust-" + n / 10, n));
+            byte[] key = IndexKeys.encode(List.of(String.format("cust-%09d", n / 10), n));
             byte[] sequence = firstSequence.add(BigInteger.valueOf(i)).toByteArray();
             String file = i % 8 == 0
                     ? null // a removed item's tombstone
@@ -53,7 +53,7 @@ public class IndexDeltaLoops {
             b.add(key, file, random.nextInt(1_000_000), sequence);
         }
         delta = b.build();
-        System.err.printf("%n%,d entries: %,d bytes stored%n", ENTRIES, writeDelta());
+        System.err.printf("%n%,d entries: %,d bytes stored%n", delta.size(), writeDelta());
     }
 
     @Benchmark

@@ -1,8 +1,8 @@
 package dev.ddb2iceberg.index;
 
 import com.github.luben.zstd.ZstdIOException;
-import com.github.luben.zstd.ZstdInputStream;
-import com.github.luben.zstd.ZstdOutputStream;
+import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
+import com.github.luben.zstd.ZstdOutputStreamNoFinalizer;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -12,6 +12,7 @@ import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.StreamCorruptedException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.function.LongConsumer;
@@ -39,7 +40,7 @@ final class IndexFile {
         OutputFile file = io.newOutputFile(location);
         CountingOutputStream raw;
         try (CountingOutputStream counted = new CountingOutputStream(file.createOrOverwrite());
-                ZstdOutputStream zstd = new ZstdOutputStream(counted, LEVEL).setChecksum(true)) {
+                ZstdOutputStreamNoFinalizer zstd = new ZstdOutputStreamNoFinalizer(counted, LEVEL).setChecksum(true)) {
             raw = counted;
             ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
             writeInt(buf, MAGIC);
@@ -84,6 +85,9 @@ final class IndexFile {
      */
     private static final int LEVEL = 1;
 
+    /** No data file table is longer (a damaged count is refused, not allocated). */
+    private static final int MAX_FILES = 1 << 24;
+
     /** The first two bytes of a gzip stream: the files written before zstd. */
     private static final int GZIP_MAGIC = 0x1F8B;
 
@@ -123,15 +127,19 @@ final class IndexFile {
                 throw new DamagedIndexException(location + " is not a key index file");
             }
             long count = Varints.read(in);
-            int fileCount = (int) Varints.read(in);
-            String[] files = new String[fileCount];
-            for (int f = 0; f < fileCount; f++) {
-                files[f] = new String(in.readNBytes((int) Varints.read(in)), StandardCharsets.UTF_8);
+            long fileCount = Varints.read(in);
+            if (fileCount < 0 || fileCount > MAX_FILES) {
+                throw new DamagedIndexException(location + " claims a table of " + fileCount + " data files");
             }
-            if (count > Integer.MAX_VALUE) {
+            String[] files = new String[(int) fileCount];
+            for (int f = 0; f < fileCount; f++) {
+                files[f] = new String(readBytes(in), StandardCharsets.UTF_8);
+            }
+            if (count < 0 || count > Integer.MAX_VALUE) {
                 throw new DamagedIndexException(location + " claims " + count + " entries");
             }
-            IndexEntries.Appender entries = new IndexEntries.Appender(files, (int) count);
+            // Sized for what is read, not for what a damaged count claims: the appender grows.
+            IndexEntries.Appender entries = new IndexEntries.Appender(files, (int) Math.min(count, 1 << 16));
             for (long i = 0; i < count; i++) {
                 byte[] key = readBytes(in);
                 int ref = (int) Varints.read(in) - 1;
@@ -145,7 +153,7 @@ final class IndexFile {
                 throw new DamagedIndexException(location + " does not end where its entry count says");
             }
             return entries.build();
-        } catch (EOFException | ZipException | ZstdIOException e) {
+        } catch (EOFException | ZipException | ZstdIOException | StreamCorruptedException e) {
             throw new DamagedIndexException(location + " is truncated or damaged (" + e.getMessage() + ")");
         } catch (NotFoundException e) {
             throw new DamagedIndexException(location + " is missing");
@@ -166,7 +174,9 @@ final class IndexFile {
         if (first < 0 || second < 0) {
             throw new EOFException("no bytes");
         }
-        return ((first << 8) | second) == GZIP_MAGIC ? new GZIPInputStream(raw, 1 << 16) : new ZstdInputStream(raw);
+        return ((first << 8) | second) == GZIP_MAGIC
+                ? new GZIPInputStream(raw, 1 << 16)
+                : new ZstdInputStreamNoFinalizer(raw);
     }
 
     /** Counts the bytes read from storage, for what a merge reads of the index. */
@@ -198,8 +208,11 @@ final class IndexFile {
     }
 
     private static byte[] readBytes(DataInputStream in) throws IOException {
-        int n = (int) Varints.read(in);
-        byte[] b = in.readNBytes(n);
+        long n = Varints.read(in);
+        if (n < 0 || n > Integer.MAX_VALUE) {
+            throw new StreamCorruptedException("a length of " + n);
+        }
+        byte[] b = in.readNBytes((int) n); // reads what is there: a damaged length does not allocate it
         if (b.length != n) {
             throw new EOFException();
         }

@@ -831,7 +831,7 @@ final class PartFile {
         int next() {
             int shared = (int) in.varint();
             int rest = (int) in.varint();
-            if (shared > keyLength) {
+            if (shared < 0 || shared > keyLength) {
                 throw in.damaged("a key sharing more than the previous key has");
             }
             if (shared + rest > keyBuffer.length) {

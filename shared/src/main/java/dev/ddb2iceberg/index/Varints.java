@@ -3,6 +3,7 @@ package dev.ddb2iceberg.index;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInput;
 import java.io.IOException;
+import java.io.StreamCorruptedException;
 
 /** Unsigned LEB128 integers: small numbers (lengths, positions) take one or two bytes. */
 final class Varints {
@@ -46,6 +47,6 @@ final class Varints {
                 return value;
             }
         }
-        throw new IOException("a varint longer than 64 bits: the index file is damaged");
+        throw new StreamCorruptedException("a varint longer than 64 bits: the index file is damaged");
     }
 }

@@ -102,11 +102,16 @@ class PartFileTest {
      */
     @Test
     void keysSharingPrefixesAreFoundExactlyAmongNearMisses() {
-        // By hand: "aab" is passed over for "aac" (they share "aa"), and "b", sharing nothing with
-        // "aab", must be compared with "aac" from its first byte.
+        // By hand. "aab" sorts below "aac" (sharing "aa"); "b", sharing nothing with "aab", must be
+        // compared with "aac" from its first byte.
         findsExactly(
                 new TreeSet<>(List.of("aab", "b", "ba", "bab", "bb")),
                 new TreeSet<>(List.of("a", "aa", "aac", "ab", "b", "baa", "bab", "bac", "bb", "c")));
+        // "aab" and "aac" share more with the entry before than "aa" shares with "ab": passed over.
+        findsExactly(new TreeSet<>(List.of("aa", "aab", "aac", "ab")), new TreeSet<>(List.of("ab")));
+        findsExactly(new TreeSet<>(List.of("aa", "aab", "aac", "ac")), new TreeSet<>(List.of("ab")));
+        // "a" is a prefix of "ab"; "aab" then shares all of "a" with it and is passed over.
+        findsExactly(new TreeSet<>(List.of("a", "aaa", "aab", "ab")), new TreeSet<>(List.of("ab")));
         Random random = new Random(6);
         TreeSet<String> held = new TreeSet<>();
         while (held.size() < 3_000) {
@@ -127,6 +132,14 @@ class PartFileTest {
             sought.add(letters(random, 13));
         }
         findsExactly(held, sought);
+        // A sparse few, as a merge seeks among many more entries: most entries are passed over.
+        TreeSet<String> few = new TreeSet<>();
+        for (String key : sought) {
+            if (random.nextInt(20) == 0) {
+                few.add(key);
+            }
+        }
+        findsExactly(held, few);
     }
 
     /** A key of 1 to {@code longest} letters a and b. */
