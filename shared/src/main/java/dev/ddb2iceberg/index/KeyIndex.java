@@ -450,10 +450,17 @@ public final class KeyIndex {
 
     /**
      * Which parts this commit folds: those that absorbed the fewest generations, {@code parts /
-     * FOLD_WINDOW} of them within {@link #MAX_FOLD_BYTES} (at least one); then more while the
-     * deltas still kept would pass {@link #MAX_DELTA_ENTRIES}.
+     * FOLD_WINDOW} of them within {@link #MAX_FOLD_BYTES} (at least one), or more when the deltas
+     * are large ({@link #pacedParts}); then more while the deltas still kept would pass {@link
+     * #MAX_DELTA_ENTRIES}.
      */
     private static List<Integer> partsToFold(List<IndexManifest.Part> base, List<IndexManifest.Delta> deltas) {
+        return partsToFold(base, deltas, MAX_DELTA_ENTRIES);
+    }
+
+    /** {@link #partsToFold(List, List)} with the deltas' bound a parameter (a test runs commits against a small one). */
+    static List<Integer> partsToFold(
+            List<IndexManifest.Part> base, List<IndexManifest.Delta> deltas, long maxDeltaEntries) {
         List<Integer> order = new ArrayList<>();
         for (int p = 0; p < base.size(); p++) {
             order.add(p);
@@ -461,17 +468,19 @@ public final class KeyIndex {
         order.sort(
                 Comparator.comparingLong((Integer p) -> base.get(p).absorbed()).thenComparing(p -> p));
         int wanted = (base.size() + FOLD_WINDOW - 1) / FOLD_WINDOW;
+        int paced = pacedParts(base.size(), deltas, maxDeltaEntries);
         List<Integer> fold = new ArrayList<>();
         long bytes = 0;
         int next = 0;
         while (next < order.size()
                 && (fold.isEmpty()
+                        || fold.size() < paced
                         || (fold.size() < wanted
                                 && bytes + base.get(order.get(next)).length() <= MAX_FOLD_BYTES))) {
             bytes += base.get(order.get(next)).length();
             fold.add(order.get(next++));
         }
-        while (next < order.size() && keptDeltaEntries(base, deltas, order, next) > MAX_DELTA_ENTRIES) {
+        while (next < order.size() && keptDeltaEntries(base, deltas, order, next) > maxDeltaEntries) {
             bytes += base.get(order.get(next)).length();
             fold.add(order.get(next++));
         }
@@ -480,9 +489,33 @@ public final class KeyIndex {
                     "Folding {} key index parts ({} MB) in this commit: the deltas would pass {} entries otherwise",
                     fold.size(),
                     bytes >> 20,
-                    MAX_DELTA_ENTRIES);
+                    maxDeltaEntries);
         }
         return fold;
+    }
+
+    /**
+     * Parts a commit must fold for the deltas to stay under their bound at the pace they come.
+     * A delta leaves only once every part has absorbed it, so with {@code k} parts folded a commit
+     * about {@code parts / k} deltas are kept. When commits are large (100,000 changes a merge
+     * write deltas of about 180,000 entries, moved rows included), {@code FOLD_WINDOW} of them pass
+     * the bound: folding one part a commit, the deltas piled up until one commit had to fold most of
+     * the index at once (at 100M rows a 17-second merge, every 23 merges, again and again: the parts
+     * that commit folded were then all equally behind). Folding, each commit, the share of the parts
+     * the deltas' mean size asks for spreads the same work evenly. The share is a fraction (2.9
+     * parts, say): commits take the whole parts in turn, by generation, so that over commits they
+     * fold the fraction exactly. The target is 15/16 of the bound, so the bound itself seldom has to
+     * force a fold, for about a tenth more folding than the bound's edge.
+     */
+    static int pacedParts(int parts, List<IndexManifest.Delta> deltas, long maxDeltaEntries) {
+        if (deltas.isEmpty()) {
+            return 0;
+        }
+        long entries = deltas.stream().mapToLong(IndexManifest.Delta::entries).sum();
+        double perCommit = parts * ((double) entries / deltas.size()) / (maxDeltaEntries * 15.0 / 16);
+        long generation = deltas.get(deltas.size() - 1).generation();
+        long due = (long) Math.floor(perCommit * (generation + 1)) - (long) Math.floor(perCommit * generation);
+        return (int) Math.min(parts, due);
     }
 
     /** Entries of the deltas still kept once the parts before {@code next} in {@code order} have absorbed all. */
