@@ -19,6 +19,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -112,7 +113,7 @@ public final class RemovalsGrowth {
                 System.gc();
                 long heap = memory.getHeapMemoryUsage().getUsed();
                 long kept = (long) m * REMOVALS_PER_MERGE;
-                if (heap > 100L << 20) {
+                if (heap > 100L << 20) { // a heap this small holds no cached removals: past 2M none are kept
                     bytesPerRemoval = (double) heap / kept;
                 }
                 System.out.printf(
@@ -135,16 +136,12 @@ public final class RemovalsGrowth {
                 "grows with the merge, not with the removals kept",
                 String.format(
                         "%.0f / %.0f ms; a warm merger's cache holds %.0f bytes of heap a kept removal",
-                        mean(millis, merges / 2 - window + 1, merges / 2),
-                        mean(millis, merges - window + 1, merges),
+                        Arrays.stream(millis, merges / 2 - window + 1, merges / 2 + 1)
+                                .average()
+                                .orElse(0),
+                        Arrays.stream(millis, merges - window + 1, merges + 1)
+                                .average()
+                                .orElse(0),
                         bytesPerRemoval));
-    }
-
-    private static double mean(double[] values, int from, int to) {
-        double sum = 0;
-        for (int i = from; i <= to; i++) {
-            sum += values[i];
-        }
-        return sum / (to - from + 1);
     }
 }
