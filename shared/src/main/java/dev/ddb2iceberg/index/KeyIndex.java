@@ -65,16 +65,29 @@ public final class KeyIndex {
 
     private final FileIO io;
     private final String location;
+    /** The folder this index writes its files to (the key index's, or the removals index's). */
+    private final String folder;
+
     private final IndexManifest manifest;
     private final IndexCache cache;
     private final PartReads reads;
+    /** Folds drop entries whose position is below this (the removals index's expiry); none for the key index. */
+    private final long keepFrom;
 
-    private KeyIndex(FileIO io, String location, IndexManifest manifest, IndexCache cache) {
+    private KeyIndex(
+            FileIO io, String location, String folder, IndexManifest manifest, IndexCache cache, long keepFrom) {
         this.io = io;
         this.location = location;
+        this.folder = folder;
         this.manifest = manifest;
         this.cache = cache;
+        this.keepFrom = keepFrom;
         this.reads = new PartReads(io, cache);
+    }
+
+    /** The folder of a manifest's location: an index's versions all write beside their first. */
+    private static String folderOf(String manifestLocation) {
+        return manifestLocation.substring(0, manifestLocation.lastIndexOf('/') + 1);
     }
 
     /** The manifest location the snapshot's own summary names, or null. */
@@ -139,19 +152,48 @@ public final class KeyIndex {
         if (manifest == null) {
             return List.of();
         }
+        try {
+            return filesOfManifest(table.io(), manifest);
+        } catch (DamagedIndexException damaged) {
+            return List.of(manifest); // nothing more to keep: the next merge rebuilds the index
+        }
+    }
+
+    /** A manifest and every file it names; a manifest that cannot be read throws {@link DamagedIndexException}. */
+    public static List<String> filesOfManifest(FileIO io, String manifest) {
         List<String> files = new ArrayList<>();
         files.add(manifest);
-        try {
-            files.addAll(IndexManifest.read(table.io(), manifest).files());
-        } catch (DamagedIndexException damaged) {
-            // nothing more to keep: the next merge rebuilds the index
-        }
+        files.addAll(IndexManifest.read(io, manifest).files());
         return files;
     }
 
     /** Opens the index a manifest describes; a missing or damaged manifest throws {@link DamagedIndexException}. */
     public static KeyIndex open(Table table, String manifestLocation, IndexCache cache) {
-        return new KeyIndex(table.io(), manifestLocation, IndexManifest.read(table.io(), manifestLocation), cache);
+        return new KeyIndex(
+                table.io(),
+                manifestLocation,
+                folderOf(manifestLocation),
+                IndexManifest.read(table.io(), manifestLocation),
+                cache,
+                Long.MIN_VALUE);
+    }
+
+    /**
+     * An empty index of {@code parts} parts whose files go to {@code folder} (the removals index's;
+     * its first {@link #withChanges} writes every part at once).
+     */
+    public static KeyIndex empty(FileIO io, String folder, int parts, IndexCache cache) {
+        IndexManifest m = IndexManifest.of(Collections.nCopies(parts, emptyPart()), List.of(), 0);
+        return new KeyIndex(io, "(new, not committed yet)", folder, m, cache, Long.MIN_VALUE);
+    }
+
+    /**
+     * This version, whose folds drop the entries whose position is below {@code keepFrom}: the
+     * removals index keeps a removal's time in the position, and forgets removals past their time
+     * when it folds their part. Entries not folded yet still answer lookups.
+     */
+    public KeyIndex keepingFrom(long keepFrom) {
+        return new KeyIndex(io, location, folder, manifest, cache, keepFrom);
     }
 
     /** Opens an index: a manifest's files plus later moves deltas (oldest first), as its newest deltas. */
@@ -168,7 +210,13 @@ public final class KeyIndex {
             long length = table.io().newInputFile(move).getLength();
             deltas.add(new IndexManifest.Delta(move, ++generation, size, length));
         }
-        return new KeyIndex(table.io(), manifest, IndexManifest.of(m.base(), deltas, generation), cache);
+        return new KeyIndex(
+                table.io(),
+                manifest,
+                index.folder,
+                IndexManifest.of(m.base(), deltas, generation),
+                cache,
+                index.keepFrom);
     }
 
     /**
@@ -318,7 +366,7 @@ public final class KeyIndex {
      * rewrites about the same small share of the index: the worst merge costs what the median does.
      */
     public Written withChanges(Table table, IndexEntries changes, ExecutorService pool) {
-        String dir = directory(table);
+        String dir = folder;
         String id = UUID.randomUUID().toString();
         List<String> written = new ArrayList<>();
         long generation = manifest.generation() + 1;
@@ -385,7 +433,7 @@ public final class KeyIndex {
         if (ahead != null || manifest.deltas().isEmpty()) {
             return;
         }
-        String prefix = directory(table) + UUID.randomUUID();
+        String prefix = folder + UUID.randomUUID();
         List<Integer> fold = partsToFold(manifest.base(), manifest.deltas());
         List<Long> generations = new ArrayList<>();
         manifest.deltas().forEach(d -> generations.add(d.generation()));
@@ -435,7 +483,7 @@ public final class KeyIndex {
             IndexManifest.Part before = base.get(p);
             IndexEntries.Builder newer = pending.get(p);
             String path = prefix + "-part-" + p + ".bin";
-            if (newer.size() > 0) {
+            if (rewrites(before, newer)) {
                 written.add(path);
             }
             if (pool == null) {
@@ -531,18 +579,28 @@ public final class KeyIndex {
                 .sum();
     }
 
+    /**
+     * Whether folding a part rewrites it: when entries are pending for it, or, in an index whose
+     * folds expire entries, when it has any (its expired ones go; else a part no new entry falls in
+     * would keep them for ever).
+     */
+    private boolean rewrites(IndexManifest.Part before, IndexEntries.Builder newer) {
+        return newer.size() > 0 || (keepFrom != Long.MIN_VALUE && before.path() != null);
+    }
+
     /** One part with its pending entries laid over it, written as a new file (kept on local disk too). */
     private IndexManifest.Part fold(
             IndexManifest.Part before, IndexEntries.Builder newer, String path, long generation) {
-        if (newer.size() == 0) {
+        if (!rewrites(before, newer)) {
             return new IndexManifest.Part(
                     before.path(), before.length(), before.footer(), before.entries(), generation);
         }
         IndexEntries changes = newer.build();
         PartFile.Writer out = before.path() == null
-                ? PartFile.overlay(null, null, changes, 1)
+                ? PartFile.overlay(null, null, changes, 1, keepFrom)
                 : reads.readWhole(
-                        before, whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS));
+                        before,
+                        whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS, keepFrom));
         if (out.entries() == 0) {
             return new IndexManifest.Part(null, 0, 0, 0, generation);
         }
@@ -665,7 +723,7 @@ public final class KeyIndex {
         /** The index the parts make, to look keys up in and to commit through {@link #withChanges}. */
         public synchronized KeyIndex finish() {
             IndexManifest m = IndexManifest.of(base, List.of(), 0);
-            return new KeyIndex(table.io(), "(rebuilt, not committed yet)", m, cache);
+            return new KeyIndex(table.io(), "(rebuilt, not committed yet)", directory(table), m, cache, Long.MIN_VALUE);
         }
     }
 

@@ -131,6 +131,15 @@ final class PartFile {
      * more cores folds faster.
      */
     static Writer overlay(Footer footer, byte[] part, IndexEntries changes, int ranges) {
+        return overlay(footer, part, changes, ranges, Long.MIN_VALUE);
+    }
+
+    /**
+     * {@link #overlay(Footer, byte[], IndexEntries, int)}, dropping every entry, old or new, whose
+     * position is below {@code keepFrom}: the removals index keeps a removal's time there, and its
+     * folds forget removals past their time (see {@code RemovalsIndex}).
+     */
+    static Writer overlay(Footer footer, byte[] part, IndexEntries changes, int ranges, long keepFrom) {
         int blocks = footer == null ? 0 : footer.blocks();
         int n = Math.max(1, Math.min(ranges, blocks / MIN_BLOCKS_PER_RANGE));
         FileTable table = new FileTable();
@@ -153,7 +162,8 @@ final class PartFile {
                     changes,
                     changeFrom[range],
                     changeFrom[range + 1],
-                    out[range]);
+                    out[range],
+                    keepFrom);
             if (r < n - 1) {
                 folds.add(FOLD_RANGES.submit(fold));
             } else {
@@ -200,7 +210,8 @@ final class PartFile {
             IndexEntries changes,
             int fromChange,
             int toChange,
-            Writer out) {
+            Writer out,
+            long keepFrom) {
         FileRefs changeRefs = new FileRefs(changes.files(), out::fileRef);
         int j = fromChange;
         if (footer != null) {
@@ -208,11 +219,11 @@ final class PartFile {
             FileRefs oldRefs = new FileRefs(footer.files, out::fileRef);
             while (old.next()) {
                 for (; j < toChange && old.compareKeyTo(changes, j) > 0; j++) {
-                    copyChange(changes, j, changeRefs, out);
+                    copyChange(changes, j, changeRefs, out, keepFrom);
                 }
                 if (j < toChange && old.compareKeyTo(changes, j) == 0) {
-                    copyChange(changes, j++, changeRefs, out); // it replaces (or removes) the part's entry
-                } else {
+                    copyChange(changes, j++, changeRefs, out, keepFrom); // it replaces (or removes) the part's entry
+                } else if (old.position() >= keepFrom) {
                     try {
                         old.copyTo(out, oldRefs.map(old.fileIndex())); // checks the key follows the last
                     } catch (IllegalArgumentException outOfOrder) {
@@ -222,12 +233,12 @@ final class PartFile {
             }
         }
         for (; j < toChange; j++) {
-            copyChange(changes, j, changeRefs, out);
+            copyChange(changes, j, changeRefs, out, keepFrom);
         }
     }
 
-    private static void copyChange(IndexEntries changes, int i, FileRefs refs, Writer out) {
-        if (changes.fileRef(i) >= 0) {
+    private static void copyChange(IndexEntries changes, int i, FileRefs refs, Writer out, long keepFrom) {
+        if (changes.fileRef(i) >= 0 && changes.position(i) >= keepFrom) {
             out.add(
                     changes.keyData(),
                     changes.keyFrom(i),
@@ -526,6 +537,10 @@ final class PartFile {
 
         String file() {
             return footer.files[current.ref];
+        }
+
+        long position() {
+            return current.position;
         }
 
         /** This entry's data file as a reference into the footer's file table. */

@@ -355,6 +355,37 @@ class PartFileTest {
                 "a fold onto an empty part is the changes' live entries");
     }
 
+    @Test
+    void aFoldThatExpiresDropsOldAndNewEntriesWhosePositionIsBelowTheBound() {
+        // The removals index keeps a removal's time in the position: a fold forgets those before the cutoff.
+        IndexEntries.Builder older = new IndexEntries.Builder();
+        IndexEntries.Builder newer = new IndexEntries.Builder();
+        Map<String, String> expected = new TreeMap<>();
+        for (int n = 0; n < 2_000; n++) {
+            IndexEntries.Entry e = new IndexEntries.Entry(key(n), "removed", n, BigInteger.valueOf(n + 1));
+            older.add(e);
+            if (n >= 1_000) {
+                expected.put("k" + n, describe(e));
+            }
+        }
+        for (int n = 1_500; n < 2_500; n += 2) {
+            IndexEntries.Entry e = new IndexEntries.Entry(key(n), "removed", n % 4 == 0 ? 10 : 5_000, BigInteger.TEN);
+            newer.add(e);
+            if (n % 4 == 0) {
+                expected.remove("k" + n); // a newer entry, itself expired, replaces the old one
+            } else {
+                expected.put("k" + n, describe(e));
+            }
+        }
+        byte[] file = PartFile.encode(older.build());
+        byte[] folded =
+                PartFile.overlay(footerOf(file), file, newer.build(), 1, 1_000).finish();
+        assertEquals(
+                expected,
+                asMap(PartFile.readAll(footerOf(folded), folded)),
+                "entries at positions from 1,000 on, newer ones winning");
+    }
+
     private static IndexEntries newerOnly(IndexEntries changes) {
         IndexEntries.Builder live = new IndexEntries.Builder();
         for (int i = 0; i < changes.size(); i++) {
