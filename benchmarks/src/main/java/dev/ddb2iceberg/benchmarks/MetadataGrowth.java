@@ -7,6 +7,7 @@ import dev.ddb2iceberg.config.S3Settings;
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
+import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceTask;
@@ -201,10 +202,11 @@ public final class MetadataGrowth {
             snapshots++;
         }
         int manifests = table.currentSnapshot().allManifests(table.io()).size();
-        // The removals files the current checkpoint names (a base and deltas): what a cold merger reads.
+        // The removals index the current checkpoint names (manifest, parts, deltas): at most what a
+        // cold merger reads (it reads the deltas and only the blocks its keys fall in).
         String removals = Checkpoint.readProperty(table, "ddb2iceberg.tombstones");
         long removalsBytes = 0;
-        for (String f : removals == null ? new String[0] : removals.split(",")) {
+        for (String f : removals == null ? List.<String>of() : KeyIndex.filesOfManifest(table.io(), removals)) {
             removalsBytes += table.io().newInputFile(f).getLength();
         }
         String location = table.location().replaceFirst("^s3a?://", "");
@@ -213,8 +215,8 @@ public final class MetadataGrowth {
         long metadataFiles = s3.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix)).contents().stream()
                 .filter(o -> o.key().endsWith(".metadata.json"))
                 .count();
-        // The removals files in storage (base and deltas, including those only expired snapshots named).
-        String derived = location.substring(location.indexOf('/') + 1) + "/ddb2iceberg/removals-";
+        // The removals index's files in storage (including those only expired snapshots named).
+        String derived = location.substring(location.indexOf('/') + 1) + "/removals-index/";
         long[] removalsStored = {0, 0};
         s3.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(derived))
                 .contents()

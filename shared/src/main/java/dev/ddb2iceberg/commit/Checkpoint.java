@@ -64,7 +64,7 @@ public final class Checkpoint {
     }
 
     /**
-     * A property of the checkpoint ({@link PipelineProperties#APPLIED}, the removals file): the newest merger snapshot's
+     * A property of the checkpoint ({@link PipelineProperties#APPLIED}, the removals index): the newest merger snapshot's
      * value (null if it has none), else the newest copy a maintenance snapshot carried.
      */
     public static String readProperty(Table table, String property) {

@@ -1,7 +1,7 @@
 package dev.ddb2iceberg.maintenance;
 
 import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.removals.RemovalsFile;
+import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.table.DerivedFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -59,7 +59,7 @@ final class OrphanFiles {
             locations.add(table.location().endsWith("/") ? table.location() : table.location() + "/");
         }
         if (DerivedFiles.separate(table)) {
-            locations.add(DerivedFiles.location(table)); // the removals files and key index, kept elsewhere
+            locations.add(DerivedFiles.location(table)); // the removals index and key index, kept elsewhere
         }
         List<String> orphans = new ArrayList<>();
         for (String location : locations) {
@@ -92,7 +92,7 @@ final class OrphanFiles {
         ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
         ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
         // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
-        RemovalsFile.namedByAnySnapshot(table).forEach(p -> files.add(normalize(p)));
+        RemovalsIndex.namedByAnySnapshot(table).forEach(p -> files.add(normalize(p)));
         String versionHint = ReachableFileUtil.versionHintLocation(table);
         if (versionHint != null) {
             files.add(normalize(versionHint));

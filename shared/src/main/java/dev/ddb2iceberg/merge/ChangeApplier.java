@@ -11,7 +11,7 @@ import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
 import dev.ddb2iceberg.model.SequenceNumbers;
-import dev.ddb2iceberg.removals.RemovalsFile;
+import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.staging.StagingStore;
 import dev.ddb2iceberg.table.SchemaEvolution;
 import dev.ddb2iceberg.table.TableLayout;
@@ -90,7 +90,7 @@ public final class ChangeApplier {
         // 2. The keys' live rows, and the removals the table remembers.
         long tFind = System.nanoTime();
         Snapshot base = table.currentSnapshot();
-        RemovalsFile removals = RemovalsFile.read(table, layout);
+        RemovalsIndex removals = RemovalsIndex.open(table, layout, removalsCutoff, options.indexCache());
         LiveRowLookup lookup = options.lookup(pool);
         LiveRowLookup.Found found =
                 lookup.find(table, layout, base == null ? null : base.snapshotId(), keyChanges.latest.keySet());
@@ -99,8 +99,7 @@ public final class ChangeApplier {
         long tPlan = System.nanoTime();
         RowPlan plan = RowPlan.of(table, layout, policy, keyChanges, found, removals, pool);
         long tRemovals = System.nanoTime();
-        String removalsFile =
-                removals.update(table, plan.removalsSeen, System.currentTimeMillis(), removalsCutoff, runId);
+        RemovalsIndex.Updated removalsIndex = removals.update(plan.removalsSeen, System.currentTimeMillis(), pool);
 
         // 4. Each touched file is dropped (all its live rows go), folded with the partition's other
         // small files into the merge's new file, or given deletes; see SmallFileRewrite.
@@ -132,14 +131,13 @@ public final class ChangeApplier {
 
         // 6. One commit of it all, with the checkpoint.
         long tCommit = System.nanoTime();
-        if (removalsFile == null) {
-            properties.remove(PipelineProperties.REMOVALS); // nothing removed is remembered any more
-        } else {
-            properties.put(PipelineProperties.REMOVALS, removalsFile);
+        if (removalsIndex.property() != null) {
+            properties.put(PipelineProperties.REMOVALS, removalsIndex.property());
         }
         properties.putAll(recorded.properties());
         RowDelta delta = rowDelta(table, base, files, written.files(), deletes, properties);
         List<String> attemptFiles = new ArrayList<>(recorded.files());
+        attemptFiles.addAll(removalsIndex.files());
         written.files().forEach(f -> attemptFiles.add(f.location()));
         deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
         // A fan-out that marked the table while this merge planned takes the same staged objects: its

@@ -14,7 +14,7 @@ import dev.ddb2iceberg.lookup.IndexLookup;
 import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.removals.RemovalsFile;
+import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagedObjectName;
@@ -76,10 +76,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #mergeRange}, one per key range, in parallel: the range's changes through the same
  *       stages as a merge ({@link KeyChanges}, a read-only key index lookup in the planned
  *       snapshot, {@link RowPlan}), its new rows written as data files, and what the commit needs
- *       recorded: the rows to delete, the index entries, the changes the removals file must know.
+ *       recorded: the rows to delete, the index entries, the changes the removals index must know.
  *       Nothing is committed; a retried range writes new files and replaces its record.
  *   <li>{@link #commit}: the history appended (if any), the deletes written (one writer per data
- *       file, as in a merge), the removals file and the key index delta written, and one RowDelta
+ *       file, as in a merge), the removals index and key index deltas written, and one RowDelta
  *       validated from the planned snapshot, whose checkpoint names the whole slice. Then the mark
  *       goes and the staged objects are deleted. A repeated commit step finds its run id in the
  *       table and only finishes.
@@ -168,7 +168,7 @@ public final class FanOutMerge {
     /**
      * What a key range left for the commit, kept as {@code ranges/r<i>.bin}: its data files, the
      * rows to delete (data file and position, in step), its key index entries (tombstones have no
-     * file), the changes the removals file must know (in the staged format), and its counts.
+     * file), the changes the removals index must know (in the staged format), and its counts.
      */
     record Range(
             int range,
@@ -476,7 +476,7 @@ public final class FanOutMerge {
             ChangeApplier applier = new ChangeApplier(tableSettings, store, options);
             KeyChanges keyChanges =
                     KeyChanges.of(changes, layout, tableSettings.removals(), applier::quarantineChange, pool);
-            RemovalsFile removals = RemovalsFile.read(table, layout);
+            RemovalsIndex removals = RemovalsIndex.open(table, layout, plan.removalsCutoff(), cache());
             LiveRowLookup.Found found = IndexLookup.readOnly(pool, cache())
                     .find(table, layout, plan.baseSnapshotId(), keyChanges.latest.keySet());
             RowPlan rows = RowPlan.of(table, layout, tableSettings.removals(), keyChanges, found, removals, pool);
@@ -505,7 +505,7 @@ public final class FanOutMerge {
                 entryPositions[i] = e.position();
                 entrySequences.add(e.sequence());
             }
-            // What the removals file must learn (removals, and upserts of keys it remembers: see RowPlan).
+            // What the removals index must learn (removals, and upserts of keys it remembers: see RowPlan).
             List<Change> seen = new ArrayList<>(rows.removalsSeen.values());
             Range done = new Range(
                     range,
@@ -633,7 +633,7 @@ public final class FanOutMerge {
         }
 
         long tRemovals = System.nanoTime();
-        // The removals file: every change a range saw, by key.
+        // The removals index: every change a range saw, by key.
         Map<List<Object>, Change> removalsSeen = new HashMap<>();
         for (Range r : ranges) {
             if (r.removalsSeen().length > 0) {
@@ -642,8 +642,8 @@ public final class FanOutMerge {
                 }
             }
         }
-        String removalsFile = RemovalsFile.read(table, layout)
-                .update(table, removalsSeen, System.currentTimeMillis(), plan.removalsCutoff(), runId);
+        RemovalsIndex.Updated removalsIndex = RemovalsIndex.open(table, layout, plan.removalsCutoff(), cache())
+                .update(removalsSeen, System.currentTimeMillis(), pool);
 
         long tOpen = System.nanoTime();
         // The table's files and index as they are now, opened as a merge opens them: a compaction
@@ -703,15 +703,14 @@ public final class FanOutMerge {
         properties.put(
                 PipelineProperties.STREAM_SINCE,
                 Long.toString(since == null ? oldest : Math.min(oldest, Long.parseLong(since))));
-        if (removalsFile == null) {
-            properties.remove(PipelineProperties.REMOVALS);
-        } else {
-            properties.put(PipelineProperties.REMOVALS, removalsFile);
+        if (removalsIndex.property() != null) {
+            properties.put(PipelineProperties.REMOVALS, removalsIndex.property());
         }
         properties.putAll(recorded.properties());
         RowDelta delta = ChangeApplier.rowDelta(
                 table, table.snapshot(plan.baseSnapshotId()), files, dataFiles, deletes, properties);
         List<String> attemptFiles = new ArrayList<>(recorded.files());
+        attemptFiles.addAll(removalsIndex.files());
         deletes.deleteFiles().forEach(f -> attemptFiles.add(f.location()));
         // An abort since the plan (a stale mark's, by another execution) ended this fan-out: commit nothing.
         table.refresh();
@@ -939,9 +938,7 @@ public final class FanOutMerge {
     }
 
     private IndexCache cache() {
-        return options.keyIndexCacheBytes() == 0
-                ? new IndexCache(0)
-                : IndexCache.shared(options.keyIndexCacheBytes(), options.keyIndexDiskCacheBytes());
+        return options.indexCache();
     }
 
     private static Plan readPlan(Table table, String mergeId) {

@@ -183,10 +183,17 @@ public record MergeOptions(
         if (!keyIndex) {
             return new ScanLookup(pool);
         }
-        IndexCache cache = keyIndexCacheBytes == 0
+        return new IndexLookup(pool, indexCache(), keyIndexParts, keyIndexBuildBytes);
+    }
+
+    /**
+     * The index cache a merge reads the key index and the removals index through: the container's,
+     * kept between runs, or none when the cache is off.
+     */
+    public IndexCache indexCache() {
+        return keyIndexCacheBytes == 0
                 ? new IndexCache(0)
                 : IndexCache.shared(keyIndexCacheBytes, keyIndexDiskCacheBytes);
-        return new IndexLookup(pool, cache, keyIndexParts, keyIndexBuildBytes);
     }
 
     /**

@@ -6,7 +6,7 @@ import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.removals.KeptRows;
-import dev.ddb2iceberg.removals.RemovalsFile;
+import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.util.Slices;
 import java.util.ArrayList;
@@ -32,7 +32,7 @@ final class RowPlan {
     /** The changes that changed the table. */
     final List<Change> applied = new ArrayList<>();
     /**
-     * The changes the removals file must learn of, by key: removals, and upserts of keys it
+     * The changes the removals index must learn of, by key: removals, and upserts of keys it
      * remembers (any other upsert would change nothing there, and the map would follow every change).
      */
     final Map<List<Object>, Change> removalsSeen = new HashMap<>();
@@ -53,14 +53,25 @@ final class RowPlan {
             RemovalPolicy policy,
             KeyChanges changes,
             LiveRowLookup.Found found,
-            RemovalsFile removals,
+            RemovalsIndex removalsIndex,
             ExecutorService pool) {
         RowPlan plan = new RowPlan();
         KeptRows kept = new KeptRows(table, layout);
         List<Change> upserts = new ArrayList<>();
-        // Each key's live rows, whether its change is stale, and whether the removals file remembers
-        // the key, on every core (the maps are only read there); then the plan, in order, here.
         List<Map.Entry<List<Object>, Change>> latest = new ArrayList<>(changes.latest.entrySet());
+        // The removals on record of the keys whose answer depends on them: those with no live row,
+        // and removals that keep a row while an upsert of theirs is in this merge (see keeps).
+        List<List<Object>> toLookUp = new ArrayList<>();
+        for (Map.Entry<List<Object>, Change> e : latest) {
+            Change c = e.getValue();
+            if (found.rows().getOrDefault(e.getKey(), List.of()).isEmpty()
+                    || (!c.operation().isUpsert() && changes.latestUpsert.containsKey(e.getKey()))) {
+                toLookUp.add(e.getKey());
+            }
+        }
+        RemovalsIndex.Known removals = removalsIndex.lookup(toLookUp, pool);
+        // Each key's live rows, whether its change is stale, and whether the removals index remembers
+        // the key, on every core (the maps are only read there); then the plan, in order, here.
         List<Looked> looked = Slices.map(
                 latest,
                 pool,
@@ -89,7 +100,7 @@ final class RowPlan {
             } else if (policy.keepsRow(c.ttlExpiry()) && keeps(kept, removals, key, c, changes, live)) {
                 plan.rowsReplaced += live.size(); // the item's row is written again, marked
             } else if (live.isEmpty()) {
-                continue; // removing an item the table does not have: only the removals file notes it
+                continue; // removing an item the table does not have: only the removals index notes it
             } else {
                 plan.itemsRemoved++;
                 plan.removedKeys.add(key);
@@ -104,11 +115,11 @@ final class RowPlan {
         return plan;
     }
 
-    /** A key's live rows, and whether the removals file remembers the key. */
+    /** A key's live rows, and whether the removals index remembers the key. */
     private record Looked(List<LiveRow> live, boolean remembered) {}
 
     /** Whether the table already holds change {@code c} of {@code key} or a newer one, or removed the item since. */
-    private static boolean isStale(List<Object> key, Change c, List<LiveRow> live, RemovalsFile removals) {
+    private static boolean isStale(List<Object> key, Change c, List<LiveRow> live, RemovalsIndex.Known removals) {
         if (live.isEmpty()) {
             return removals.removedAfter(key, c.sequenceNumber());
         }
@@ -123,7 +134,12 @@ final class RowPlan {
 
     /** Whether removal {@code c} keeps its item's row (noted in {@code kept}); see {@link KeptRows#keep}. */
     private static boolean keeps(
-            KeptRows kept, RemovalsFile removals, List<Object> key, Change c, KeyChanges changes, List<LiveRow> live) {
+            KeptRows kept,
+            RemovalsIndex.Known removals,
+            List<Object> key,
+            Change c,
+            KeyChanges changes,
+            List<LiveRow> live) {
         Change upsert = changes.latestUpsert.get(key);
         return kept.keep(
                 c,

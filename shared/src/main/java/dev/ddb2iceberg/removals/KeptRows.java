@@ -49,7 +49,7 @@ public final class KeptRows {
      * newest in this merge) when that is newer than the table's {@code live} rows, else the newest
      * live row; either only if newer than {@code deleting}, a removal in this merge that deleted the
      * row (the workload tests make such removals of removed items; DynamoDB does not), and only if
-     * no removal on the removals file came after the upsert ({@code upsertRemovedSince}: a copy of
+     * no removal on record came after the upsert ({@code upsertRemovedSince}: a copy of
      * an old upsert delivered again). Returns false when there is no item to keep.
      */
     public boolean keep(

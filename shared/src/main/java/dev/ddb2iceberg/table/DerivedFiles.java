@@ -4,7 +4,7 @@ import dev.ddb2iceberg.commit.PipelineProperties;
 import org.apache.iceberg.Table;
 
 /**
- * Where the pipeline's own files of a table live (the removals file, the key index): beside the
+ * Where the pipeline's own files of a table live (the removals index, the key index): beside the
  * table's data, or where the table property {@link PipelineProperties#DERIVED_FILES_LOCATION} says. An S3 table bucket removes
  * every file its table's metadata does not reference, so on S3 Tables the merger sets the property
  * to a place in a general purpose bucket (see {@code TableSettings.derivedFilesLocation}). Snapshot

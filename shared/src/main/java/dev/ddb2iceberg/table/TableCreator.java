@@ -62,7 +62,7 @@ public final class TableCreator {
         if (wanted != null && !wanted.equals(table.properties().get(PipelineProperties.DERIVED_FILES_LOCATION))) {
             update.set(PipelineProperties.DERIVED_FILES_LOCATION, wanted);
             changed = true;
-            LOG.info("The pipeline's own files of {} (removals file, key index) now go to {}", table.name(), wanted);
+            LOG.info("The pipeline's own files of {} (removals index, key index) now go to {}", table.name(), wanted);
         }
         changed |= recordRemovalPolicy(table, settings.removals(), update);
         changed |= recordColumnNames(table, settings.columnNames(), update);

@@ -23,7 +23,7 @@ import java.util.Map;
  *     DynamoDB JSON (ITEM_JSON_COLUMN)
  * @param itemVariant whether a new format v3 table gets a {@code _ddb_variant} column holding each
  *     whole item as a variant (ITEM_VARIANT_COLUMN)
- * @param derivedFilesLocation where the pipeline's own files of the table go (the removals file, the
+ * @param derivedFilesLocation where the pipeline's own files of the table go (the removals index, the
  *     key index), or null for beside the table's data. An S3 table bucket keeps only files its
  *     table's metadata references (it removes the others after a few days), so with
  *     {@code CATALOG_TYPE=s3tables} they go to the staging bucket by default, under

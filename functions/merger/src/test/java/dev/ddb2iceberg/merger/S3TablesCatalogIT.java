@@ -102,7 +102,7 @@ class S3TablesCatalogIT {
             String removals = table.currentSnapshot().summary().get("ddb2iceberg.tombstones");
             assertTrue(
                     removals == null || removals.startsWith(derived),
-                    "removals file " + removals + " is under " + derived);
+                    "removals index " + removals + " is under " + derived);
         }
     }
 

@@ -7,7 +7,7 @@ import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.lookup.WrittenRow;
 import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.removals.RemovalsFile;
+import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.table.SchemaEvolution;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TableSettings;
@@ -46,7 +46,7 @@ final class WorkerBatches {
     private final long batchBytes;
     final List<DataFile> files = new ArrayList<>();
     private final IndexEntries.Builder[] fragments;
-    private final RemovalsFile removals;
+    private final RemovalsIndex removals;
     private final List<Change> pending = new ArrayList<>();
     private final List<Record> rows = new ArrayList<>();
     private long rowBytes;
@@ -75,7 +75,10 @@ final class WorkerBatches {
         for (int g = 0; g < fragments.length; g++) {
             fragments[g] = new IndexEntries.Builder();
         }
-        this.removals = plan.lookups() ? RemovalsFile.read(table, TableLayout.of(table)) : null;
+        // Nothing expires here: the load writes no removals (the cutoff only matters to folds).
+        this.removals = plan.lookups()
+                ? RemovalsIndex.open(table, TableLayout.of(table), Long.MIN_VALUE, options.indexCache())
+                : null;
     }
 
     void add(Change c, int bytes, ExecutorService pool) {
@@ -152,11 +155,18 @@ final class WorkerBatches {
             byKey.put(key, c);
         }
         LiveRowLookup.Found found = options.lookup(pool).find(base, layout, plan.baseSnapshotId(), byKey.keySet());
+        List<List<Object>> notFound = new ArrayList<>();
+        for (List<Object> key : byKey.keySet()) {
+            if (!found.rows().containsKey(key)) {
+                notFound.add(key);
+            }
+        }
+        RemovalsIndex.Known removed = removals.lookup(notFound, pool);
         List<Change> kept = new ArrayList<>();
-        for (Map.Entry<List<Object>, Change> e : byKey.entrySet()) {
-            if (!found.rows().containsKey(e.getKey())
-                    && !removals.removedAfter(e.getKey(), e.getValue().sequenceNumber())) {
-                kept.add(e.getValue());
+        for (List<Object> key : notFound) {
+            Change c = byKey.get(key);
+            if (!removed.removedAfter(key, c.sequenceNumber())) {
+                kept.add(c);
             }
         }
         return kept;
