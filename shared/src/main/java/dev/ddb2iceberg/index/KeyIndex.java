@@ -85,11 +85,6 @@ public final class KeyIndex {
         this.reads = new PartReads(io, cache);
     }
 
-    /** The folder of a manifest's location: an index's versions all write beside their first. */
-    private static String folderOf(String manifestLocation) {
-        return manifestLocation.substring(0, manifestLocation.lastIndexOf('/') + 1);
-    }
-
     /** The manifest location the snapshot's own summary names, or null. */
     public static String manifestOf(Snapshot snapshot) {
         return snapshot == null ? null : snapshot.summary().get(PipelineProperties.KEY_INDEX);
@@ -169,10 +164,19 @@ public final class KeyIndex {
 
     /** Opens the index a manifest describes; a missing or damaged manifest throws {@link DamagedIndexException}. */
     public static KeyIndex open(Table table, String manifestLocation, IndexCache cache) {
+        return open(table, manifestLocation, directory(table), cache);
+    }
+
+    /**
+     * Opens an index whose next versions write to {@code folder} (the removals index's): the table's
+     * current place for its own files, which a changed {@code DERIVED_FILES_LOCATION} moves, so new
+     * files follow it while the manifest still names the older ones where they are.
+     */
+    public static KeyIndex open(Table table, String manifestLocation, String folder, IndexCache cache) {
         return new KeyIndex(
                 table.io(),
                 manifestLocation,
-                folderOf(manifestLocation),
+                folder,
                 IndexManifest.read(table.io(), manifestLocation),
                 cache,
                 Long.MIN_VALUE);

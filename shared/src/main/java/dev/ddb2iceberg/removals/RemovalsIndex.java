@@ -96,7 +96,7 @@ public final class RemovalsIndex {
             index = KeyIndex.empty(table.io(), folder(table), PARTS, cache);
         } else {
             try {
-                index = KeyIndex.open(table, property, cache);
+                index = KeyIndex.open(table, property, folder(table), cache);
             } catch (DamagedIndexException e) {
                 throw damaged(table, property, e);
             }
