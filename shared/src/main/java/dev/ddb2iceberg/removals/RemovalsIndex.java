@@ -231,6 +231,11 @@ public final class RemovalsIndex {
         return files;
     }
 
+    /** Whether a property value names a removals index's manifest (else the files of an earlier version). */
+    public static boolean namesAnIndex(String property) {
+        return !RemovalsFile.isLegacy(property);
+    }
+
     private static String folder(Table table) {
         return DerivedFiles.location(table) + FOLDER;
     }

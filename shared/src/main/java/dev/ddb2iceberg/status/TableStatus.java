@@ -8,6 +8,7 @@ import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexManifest;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.load.parallel.ParallelExportLoad;
+import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
 import java.io.IOException;
@@ -53,6 +54,7 @@ import org.apache.iceberg.io.CloseableIterable;
  * @param exportLoads DynamoDB exports loaded or being loaded, by export id
  * @param keyIndex the key index of the current snapshot, or null when the snapshot names none
  *     (the merger then rebuilds it, when KEY_INDEX is on)
+ * @param removalsIndex the removals the table remembers, or null when it has recorded none
  */
 public record TableStatus(
         String table,
@@ -77,6 +79,7 @@ public record TableStatus(
         ScanShape scan,
         Map<String, ExportProgress.Load> exportLoads,
         KeyIndexStatus keyIndex,
+        RemovalsIndexStatus removalsIndex,
         String parallelLoad,
         String removals,
         HistoryStatus history) {
@@ -139,6 +142,7 @@ public record TableStatus(
                 scan,
                 exportLoads,
                 keyIndex,
+                removalsIndex,
                 parallelLoad,
                 removals,
                 h);
@@ -183,6 +187,58 @@ public record TableStatus(
         }
     }
 
+    /**
+     * The removals index at a glance: the removals the table remembers (for 48 hours, so that a late
+     * copy of an older change cannot bring a removed item back).
+     *
+     * @param manifest its manifest's location, or the earlier format's list of files
+     * @param entries removals in its parts (some may be past 48 hours, until their part is folded)
+     * @param deltas delta files not yet folded into every part
+     * @param deltaEntries entries in them (removals, and items put back)
+     * @param bytes size of all its files in storage
+     * @param earlierFormat the table still names the files of an earlier version (the next merge
+     *     that commits moves them into an index)
+     * @param damaged why it cannot be read, or null (merges stop until the file is restored)
+     */
+    public record RemovalsIndexStatus(
+            String manifest,
+            long entries,
+            int deltas,
+            long deltaEntries,
+            long bytes,
+            boolean earlierFormat,
+            String damaged) {
+        static RemovalsIndexStatus of(Table table) {
+            String property = Checkpoint.readProperty(table, PipelineProperties.REMOVALS);
+            if (property == null) {
+                return null;
+            }
+            if (!RemovalsIndex.namesAnIndex(property)) {
+                return new RemovalsIndexStatus(property, 0, 0, 0, 0, true, null);
+            }
+            try {
+                IndexManifest m =
+                        KeyIndex.open(table, property, new IndexCache(0)).manifest();
+                return new RemovalsIndexStatus(
+                        property, m.baseEntries(), m.deltas().size(), m.deltaEntries(), m.bytes(), false, null);
+            } catch (DamagedIndexException e) {
+                return new RemovalsIndexStatus(property, 0, 0, 0, 0, false, e.getMessage());
+            }
+        }
+
+        String text() {
+            if (damaged != null) {
+                return "damaged: " + damaged + " (merges stop until it is restored: see Troubleshooting,"
+                        + " \"The removals index\")";
+            }
+            if (earlierFormat) {
+                return "files of an earlier version (" + manifest + "); the next merge moves them into an index";
+            }
+            return entries + " removals on record + " + deltas + " deltas (" + deltaEntries + " entries), " + bytes
+                    + " bytes";
+        }
+    }
+
     /** The status of {@code table} (null if it does not exist yet) and of its staging prefix. */
     public static TableStatus of(String name, Table table, StagingStore store, long targetFileSizeBytes, Clock clock) {
         Instant now = clock.instant();
@@ -219,6 +275,7 @@ public record TableStatus(
                     null,
                     null,
                     Map.of(),
+                    null,
                     null,
                     table == null ? null : ParallelExportLoad.progress(table),
                     table == null ? null : removals(table),
@@ -285,6 +342,7 @@ public record TableStatus(
                 shape.shape(targetFileSizeBytes),
                 ExportProgress.read(table),
                 KeyIndexStatus.of(table, current),
+                RemovalsIndexStatus.of(table),
                 ParallelExportLoad.progress(table),
                 removals(table),
                 null);
@@ -353,6 +411,9 @@ public record TableStatus(
                                                     + keyIndex.deltas() + " deltas (" + keyIndex.deltaEntries()
                                                     + " entries), " + keyIndex.bytes() + " bytes; covers this snapshot")
                     .append('\n');
+        }
+        if (removalsIndex != null) {
+            sb.append("removed      ").append(removalsIndex.text()).append('\n');
         }
         exportLoads.forEach((id, load) -> sb.append("export       ")
                 .append(id)

@@ -20,6 +20,7 @@ import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagedFormat;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.status.TableStatus;
 import dev.ddb2iceberg.table.DerivedFiles;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.ExpectedTable;
@@ -31,6 +32,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -113,6 +115,16 @@ class RemovalsIndexTest {
         String property() {
             return Checkpoint.readProperty(table, PipelineProperties.REMOVALS);
         }
+
+        /** What {@code ddb2iceberg status} shows of the removals. */
+        TableStatus.RemovalsIndexStatus status() {
+            table.refresh();
+            TableStatus status = TableStatus.of("orders", table, store, 128L << 20, Clock.systemUTC());
+            assertTrue(
+                    status.removalsIndex() == null || status.text().contains("removed      "),
+                    () -> "status shows the removals index on a line of its own:\n" + status.text());
+            return status.removalsIndex();
+        }
     }
 
     @Test
@@ -163,6 +175,14 @@ class RemovalsIndexTest {
         RemovalsIndex.Known known =
                 index.lookup(List.of(layout.keyOf(w.remove(4, false)), layout.keyOf(w.remove(5, false))), pool);
         assertEquals(1, known.size(), "item 4 was put back (off the record), item 5 is still removed");
+        TableStatus.RemovalsIndexStatus status = p.status();
+        assertTrue(
+                status.damaged() == null
+                        && !status.earlierFormat()
+                        && status.manifest().equals(p.property())
+                        && status.entries() + status.deltaEntries() >= 23
+                        && status.bytes() > 0,
+                () -> "status shows the 23 removals on record (24 made, one put back): " + status);
 
         // What orphan cleanup keeps covers every file any remaining snapshot's index names.
         p.table
@@ -245,9 +265,11 @@ class RemovalsIndexTest {
         append.set(PipelineProperties.REMOVALS, file).commit();
         p.model.apply(removals); // what the table remembers
 
+        assertTrue(p.status().earlierFormat(), "status does not say the table names the earlier files");
         p.merge(older.subList(0, 3));
         assertTrue(
                 p.property().endsWith("-manifest.json"), "the first merge did not move the removals: " + p.property());
+        assertEquals(6, p.status().entries(), "status: the removals moved into the index");
         p.merge(older.subList(3, 6));
         for (int i = 1; i <= 6; i++) {
             assertFalse(TableItems.read(p.table).containsKey(w.key(i)), "removed item " + i + " came back");
@@ -287,6 +309,8 @@ class RemovalsIndexTest {
         assertTrue(
                 e.getMessage().contains("removals index") && e.getMessage().contains(manifest),
                 "the error does not name the removals index and its file: " + e.getMessage());
+        String damaged = p.status().damaged();
+        assertTrue(damaged != null && damaged.contains(manifest), "status does not show the damage: " + damaged);
 
         // Restored, the next merge applies what waited, and the removed item stays out.
         try (OutputStream out = p.table.io().newOutputFile(manifest).createOrOverwrite()) {
