@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.Record;
@@ -60,15 +61,20 @@ final class RowPlan {
         List<Change> upserts = new ArrayList<>();
         List<Map.Entry<List<Object>, Change>> latest = new ArrayList<>(changes.latest.entrySet());
         // The removals on record of the keys whose answer depends on them: those with no live row,
-        // and removals that keep a row while an upsert of theirs is in this merge (see keeps).
-        List<List<Object>> toLookUp = new ArrayList<>();
-        for (Map.Entry<List<Object>, Change> e : latest) {
-            Change c = e.getValue();
-            if (found.rows().getOrDefault(e.getKey(), List.of()).isEmpty()
-                    || (!c.operation().isUpsert() && changes.latestUpsert.containsKey(e.getKey()))) {
-                toLookUp.add(e.getKey());
-            }
-        }
+        // and removals that keep a row while an upsert of theirs is in this merge (see keeps). Chosen
+        // on every core, as below: a merge has up to a million keys.
+        List<List<Object>> toLookUp = Slices.map(
+                        latest,
+                        pool,
+                        e -> found.rows().getOrDefault(e.getKey(), List.of()).isEmpty()
+                                        || (!e.getValue().operation().isUpsert()
+                                                && changes.latestUpsert.containsKey(e.getKey()))
+                                ? e.getKey()
+                                : null,
+                        "choosing the keys to look up removals of")
+                .stream()
+                .filter(Objects::nonNull)
+                .toList();
         RemovalsIndex.Known removals = removalsIndex.lookup(toLookUp, pool);
         // Each key's live rows, whether its change is stale, and whether the removals index remembers
         // the key, on every core (the maps are only read there); then the plan, in order, here.

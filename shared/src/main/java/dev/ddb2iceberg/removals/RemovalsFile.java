@@ -1,6 +1,5 @@
 package dev.ddb2iceberg.removals;
 
-import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagedFormat;
@@ -91,11 +90,10 @@ public final class RemovalsFile {
         return out;
     }
 
-    /** The removals the table's checkpoint names, read whole; none for a new table. */
-    static RemovalsFile read(Table table, TableLayout layout) {
-        String list = Checkpoint.readProperty(table, PipelineProperties.REMOVALS);
+    /** The removals a property value of this format names ({@link #isLegacy}), read whole. */
+    static RemovalsFile read(Table table, TableLayout layout, String list) {
         Map<List<Object>, Change> byKey = new HashMap<>();
-        for (String location : list == null ? List.<String>of() : listed(table.io(), list)) {
+        for (String location : listed(table.io(), list)) {
             readInto(table, layout, location, byKey);
         }
         return new RemovalsFile(byKey);

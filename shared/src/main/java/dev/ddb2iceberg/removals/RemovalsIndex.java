@@ -86,14 +86,10 @@ public final class RemovalsIndex {
      */
     public static RemovalsIndex open(Table table, TableLayout layout, long forgetBeforeMillis, IndexCache cache) {
         String property = Checkpoint.readProperty(table, PipelineProperties.REMOVALS);
-        if (property != null && RemovalsFile.isLegacy(property)) {
-            KeyIndex fresh = KeyIndex.empty(table.io(), folder(table), PARTS, cache);
-            return new RemovalsIndex(
-                    table, layout, property, fresh.keepingFrom(forgetBeforeMillis), RemovalsFile.read(table, layout));
-        }
+        boolean legacy = property != null && RemovalsFile.isLegacy(property);
         KeyIndex index;
-        if (property == null) {
-            index = KeyIndex.empty(table.io(), folder(table), PARTS, cache);
+        if (property == null || legacy) {
+            index = KeyIndex.empty(table.io(), folder(table), PARTS, cache); // the first commit writes its parts
         } else {
             try {
                 index = KeyIndex.open(table, property, folder(table), cache);
@@ -101,7 +97,12 @@ public final class RemovalsIndex {
                 throw damaged(table, property, e);
             }
         }
-        return new RemovalsIndex(table, layout, property, index.keepingFrom(forgetBeforeMillis), null);
+        return new RemovalsIndex(
+                table,
+                layout,
+                property,
+                index.keepingFrom(forgetBeforeMillis),
+                legacy ? RemovalsFile.read(table, layout, property) : null);
     }
 
     /** What the record says of the keys a merge looked up. */

@@ -131,11 +131,7 @@ class RemovalsIndexTest {
     void mergesRecordRemovalsInTheIndexAndOlderChangesOfRemovedItemsStayOutWarmOrCold(EmbeddedS3Server server) {
         Pipeline p = new Pipeline(server);
         KeyedWorkload w = new KeyedWorkload(21, 1000);
-        List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 200; i++) {
-            inserts.add(w.upsert(i, Operation.INSERT));
-        }
-        p.merge(inserts);
+        p.merge(inserts(w, 0, 200));
 
         // Older versions of items about to be removed, held back as a redelivery would be.
         List<Change> older = new ArrayList<>();
@@ -156,9 +152,7 @@ class RemovalsIndexTest {
         p.merge(older.subList(3, 6));
         // In a merge with other changes, and in the parallel lookups of many keys.
         List<Change> mixed = new ArrayList<>(older.subList(6, 9));
-        for (int i = 200; i < 400; i++) {
-            mixed.add(w.upsert(i, Operation.INSERT));
-        }
+        mixed.addAll(inserts(w, 200, 400));
         p.merge(mixed);
         for (int i = 0; i < 9; i++) {
             assertFalse(TableItems.read(p.table).containsKey(w.key(i)), "removed item " + i + " came back");
@@ -282,11 +276,7 @@ class RemovalsIndexTest {
     void aMissingRemovalsIndexStopsTheMergeNamingItAndNothingIsLost(EmbeddedS3Server server) throws IOException {
         Pipeline p = new Pipeline(server);
         KeyedWorkload w = new KeyedWorkload(13, 1000);
-        List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 20; i++) {
-            inserts.add(w.upsert(i, Operation.INSERT));
-        }
-        p.merge(inserts);
+        p.merge(inserts(w, 0, 20));
         Change old = w.upsert(3, Operation.MODIFY);
         p.merge(List.of(w.remove(3, false)));
         String manifest = p.property();
@@ -328,6 +318,15 @@ class RemovalsIndexTest {
         Map<List<Object>, Boolean> on = new HashMap<>();
         keys.keySet().stream().filter(known::remembers).forEach(k -> on.put(k, true));
         return on;
+    }
+
+    /** Inserts of items {@code from} to {@code to} (exclusive). */
+    private static List<Change> inserts(KeyedWorkload w, int from, int to) {
+        List<Change> out = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            out.add(w.upsert(i, Operation.INSERT));
+        }
+        return out;
     }
 
     /** Commits a snapshot naming the index version, as a merge's commit does. */
