@@ -70,21 +70,62 @@ public final class IndexCache {
         return get("footer:" + location, k -> load.apply(location), PartFile.Footer::memoryBytes);
     }
 
-    /** A block's bytes as stored, or null. */
-    byte[] block(String location, int block) {
+    /**
+     * A block as the cache holds it: as stored (compressed and not yet checked), or decompressed
+     * after its checks ({@link PartFile#decompressBlock}).
+     */
+    record Block(byte[] bytes, boolean decompressed) {}
+
+    /**
+     * How many bytes a block takes decompressed for each byte it takes stored, at most: 2.15 on the
+     * merge benchmark's keys (BENCHMARKS.md, "Index blocks kept decompressed"), with room to spare.
+     */
+    static final long DECOMPRESSED_PER_STORED = 3;
+
+    /**
+     * Whether to keep the blocks of an index whose parts take {@code storedBytes} decompressed: when
+     * the whole index, decompressed, would take at most half the budget. A merge of many keys reads
+     * most blocks of an index of a few million rows, and decompressing them again each merge was
+     * the largest part of a lookup. A bigger index keeps them as stored, so that as many as possible
+     * fit: a block read from disk or S3 costs far more than its decompression.
+     */
+    boolean keepsDecompressed(long storedBytes) {
+        return storedBytes <= budgetBytes / 2 / DECOMPRESSED_PER_STORED;
+    }
+
+    /** A block, or null. */
+    Block block(String location, int block) {
         synchronized (this) {
             Held h = held.get(blockKey(location, block));
             if (h != null) {
                 hits++;
-                return (byte[]) h.value();
+                return (Block) h.value();
             }
             misses++;
             return null;
         }
     }
 
+    /** Keeps a block's bytes as stored. */
     void putBlock(String location, int block, byte[] data) {
-        put(blockKey(location, block), data, data.length + 64L);
+        put(blockKey(location, block), new Block(data, false), data.length + 64L);
+    }
+
+    /** Keeps a block decompressed, in place of its stored bytes if the cache held those. */
+    synchronized void putDecompressedBlock(String location, int block, byte[] raw) {
+        String key = blockKey(location, block);
+        Held stored = held.remove(key);
+        if (stored != null) {
+            bytes -= stored.bytes();
+        }
+        put(key, new Block(raw, true), raw.length + 64L);
+    }
+
+    /** Blocks held decompressed. */
+    public synchronized long decompressedBlocks() {
+        return held.values().stream()
+                .filter(h -> h.value() instanceof Block b && b.decompressed())
+                .count();
     }
 
     private static String blockKey(String location, int block) {

@@ -82,7 +82,7 @@ public final class KeyIndex {
         this.manifest = manifest;
         this.cache = cache;
         this.keepFrom = keepFrom;
-        this.reads = new PartReads(io, cache);
+        this.reads = new PartReads(io, cache, cache.keepsDecompressed(manifest.bytes()));
     }
 
     /** The manifest location the snapshot's own summary names, or null. */

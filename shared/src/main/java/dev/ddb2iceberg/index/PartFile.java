@@ -773,6 +773,29 @@ final class PartFile {
         int rawLength = checkedSize(footer.location, what, footer.rawLengths[block]);
         byte[] raw = d.bufferFor(rawLength);
         decompress(d, footer.location, what, data, at, footer.lengths[block], rawLength, raw);
+        return scan(footer, block, raw, rawLength, keys);
+    }
+
+    /**
+     * The block's bytes decompressed, after checking its CRC ({@code at}: where the block starts in
+     * {@code data}): what a cache that holds blocks decompressed keeps ({@link #findDecompressed}).
+     */
+    static byte[] decompressBlock(Footer footer, int block, byte[] data, int at) {
+        return block(footer, block, data, at).data;
+    }
+
+    /** As {@link #find}, in a block {@link #decompressBlock} gave: no CRC check, no decompression. */
+    static List<IndexEntries.Entry> findDecompressed(Footer footer, int block, byte[] raw, List<byte[]> keys) {
+        if (raw.length != footer.rawLengths[block]) {
+            throw new IllegalArgumentException(
+                    raw.length + " bytes for block " + block + " of " + footer.rawLengths[block]);
+        }
+        return scan(footer, block, raw, raw.length, keys);
+    }
+
+    /** The entries of {@code keys} (sorted, unsigned) in a block's first {@code rawLength} decompressed bytes. */
+    private static List<IndexEntries.Entry> scan(
+            Footer footer, int block, byte[] raw, int rawLength, List<byte[]> keys) {
         BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, raw, 0, rawLength));
         List<IndexEntries.Entry> found = new ArrayList<>();
         // A scan, entry by entry, for each key in turn. Most entries are passed over without a

@@ -31,10 +31,17 @@ final class PartReads {
 
     private final FileIO io;
     private final IndexCache cache;
+    /** Keep blocks in the memory cache decompressed ({@link IndexCache#keepsDecompressed}). */
+    private final boolean keepDecompressed;
 
     PartReads(FileIO io, IndexCache cache) {
+        this(io, cache, false);
+    }
+
+    PartReads(FileIO io, IndexCache cache, boolean keepDecompressed) {
         this.io = io;
         this.cache = cache;
+        this.keepDecompressed = keepDecompressed;
     }
 
     /** The part's footer, from the cache, the disk cache, or one (rarely two) ranged GETs of its end. */
@@ -78,27 +85,48 @@ final class PartReads {
     /**
      * The entries of {@code keys} (sorted, all falling in {@code block}) in that block. Bytes from
      * the memory or disk cache that fail their checks are dropped and read again from storage.
+     * Blocks of an index small enough ({@link IndexCache#keepsDecompressed}) are kept decompressed,
+     * so that the next lookup in them decompresses nothing.
      */
     List<IndexEntries.Entry> find(PartFile.Footer footer, int block, List<byte[]> keys) {
-        byte[] held = cache.block(footer.location, block);
+        IndexCache.Block held = cache.block(footer.location, block);
         if (held != null) {
-            return PartFile.find(footer, block, held, 0, keys);
+            return held.decompressed()
+                    ? PartFile.findDecompressed(footer, block, held.bytes(), keys)
+                    : findAndKeep(footer, block, held.bytes(), keys, false);
         }
         DiskCache disk = cache.disk();
         byte[] local = disk == null ? null : disk.read(footer.location, footer.offset(block), footer.length(block));
         if (local != null) {
             try {
-                List<IndexEntries.Entry> found = PartFile.find(footer, block, local, 0, keys);
+                List<IndexEntries.Entry> found = findAndKeep(footer, block, local, keys, true);
                 cache.recordDiskRead(local.length);
-                cache.putBlock(footer.location, block, local);
                 return found;
             } catch (DamagedIndexException damagedOnDisk) {
                 disk.remove(footer.location); // the local copy went bad; storage's is checked below
             }
         }
         byte[] stored = range(footer.location, footer.length, footer.offset(block), footer.length(block));
+        return findAndKeep(footer, block, stored, keys, true);
+    }
+
+    /**
+     * Finds the keys in a block's stored bytes and keeps the block in the memory cache: decompressed
+     * where this index keeps them so, else as stored unless the cache holds them already ({@code
+     * keepStored} false).
+     */
+    private List<IndexEntries.Entry> findAndKeep(
+            PartFile.Footer footer, int block, byte[] stored, List<byte[]> keys, boolean keepStored) {
+        if (keepDecompressed) {
+            byte[] raw = PartFile.decompressBlock(footer, block, stored, 0);
+            List<IndexEntries.Entry> found = PartFile.findDecompressed(footer, block, raw, keys);
+            cache.putDecompressedBlock(footer.location, block, raw);
+            return found;
+        }
         List<IndexEntries.Entry> found = PartFile.find(footer, block, stored, 0, keys);
-        cache.putBlock(footer.location, block, stored);
+        if (keepStored) {
+            cache.putBlock(footer.location, block, stored);
+        }
         return found;
     }
 

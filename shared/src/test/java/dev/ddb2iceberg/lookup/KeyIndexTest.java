@@ -566,6 +566,43 @@ class KeyIndexTest {
         assertTrue(withDisk.diskBytesRead() > 0, "the disk cache was read");
     }
 
+    @Test
+    void aCacheWithRoomKeepsBlocksDecompressedAndTheyAnswerAsStoredBlocksDo() {
+        KeyedWorkload w = new KeyedWorkload(31, 20_000);
+        stage(w.next(20_000));
+        merge();
+        stage(w.next(2_000));
+        merge();
+        TableLayout layout = TableLayout.of(table());
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = 0; i < 20_500; i++) {
+            keys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
+        }
+        String manifest = KeyIndex.manifestOf(table().currentSnapshot());
+
+        IndexCache roomy = new IndexCache(Long.MAX_VALUE);
+        Map<IndexEntries.ByteKey, String> first =
+                described(KeyIndex.open(table(), manifest, roomy).lookup(keys, pool));
+        assertTrue(
+                roomy.decompressedBlocks() > 0, "a cache with room for the whole index keeps its blocks decompressed");
+        long read = roomy.bytesRead();
+        Map<IndexEntries.ByteKey, String> second =
+                described(KeyIndex.open(table(), manifest, roomy).lookup(keys, pool));
+        assertEquals(read, roomy.bytesRead(), "the second lookup reads nothing from storage");
+
+        // A budget under what the index takes decompressed keeps the blocks as stored.
+        long indexBytes =
+                KeyIndex.open(table(), manifest, new IndexCache(0)).manifest().bytes();
+        IndexCache tight = new IndexCache(2 * indexBytes);
+        Map<IndexEntries.ByteKey, String> stored =
+                described(KeyIndex.open(table(), manifest, tight).lookup(keys, pool));
+        assertEquals(
+                0, tight.decompressedBlocks(), "a budget of twice the index's stored bytes keeps blocks as stored");
+        assertTrue(stored.size() > 1_000, "thousands of the keys are in the table: " + stored.size());
+        assertEquals(stored, first, "decompressed blocks, first read, answer as stored ones");
+        assertEquals(stored, second, "decompressed blocks, from the cache, answer as stored ones");
+    }
+
     /** Entries as "file@position#sequence" by key (entries hold arrays, which compare by identity). */
     private static Map<IndexEntries.ByteKey, String> described(Map<IndexEntries.ByteKey, IndexEntries.Entry> found) {
         Map<IndexEntries.ByteKey, String> out = new HashMap<>();
