@@ -129,13 +129,37 @@ public final class IndexEntries {
         }
     }
 
+    /** Each entry's part, for {@link #partsOf}'s one count of parts: a delta is folded part by part, commit after commit. */
+    private volatile PartsOf partsOf;
+
+    private record PartsOf(int parts, int[] ofEntry) {}
+
+    /**
+     * The part ({@link IndexKeys#part}) of each entry in an index of {@code parts} parts, worked out
+     * once: a delta stays in a warm merger's memory, and each commit's fold picks out the entries of
+     * the parts it folds, which otherwise meant copying and hashing every entry's key again.
+     */
+    int[] partsOf(int parts) {
+        PartsOf known = partsOf;
+        if (known == null || known.parts() != parts) {
+            int[] ofEntry = new int[size()];
+            for (int i = 0; i < ofEntry.length; i++) {
+                ofEntry[i] = IndexKeys.part(keyData, keyFrom(i), keyEnds[i], parts);
+            }
+            known = new PartsOf(parts, ofEntry);
+            partsOf = known;
+        }
+        return known.ofEntry();
+    }
+
     /** Bytes these entries hold in memory, roughly: what the cache counts. */
     public long memoryBytes() {
         long fileBytes = 0;
         for (String f : files) {
             fileBytes += 40 + 2L * f.length();
         }
-        return keyData.length + sequenceData.length + 21L * size() + fileBytes + 100; // 1 byte a key: the filter
+        // 1 byte a key: the filter; 4 its part, once a fold asked (partsOf)
+        return keyData.length + sequenceData.length + 25L * size() + fileBytes + 100;
     }
 
     /** The entry of a key, or null when these entries do not mention it. */

@@ -73,8 +73,13 @@ public final class IndexKeys {
 
     /** The index part a key belongs to: a stable hash of its bytes, so parts split the keys evenly. */
     public static int part(byte[] key, int parts) {
+        return part(key, 0, key.length, parts);
+    }
+
+    /** {@link #part(byte[], int)} of the key in {@code data[from, to)}. */
+    static int part(byte[] data, int from, int to, int parts) {
         CRC32C crc = new CRC32C();
-        crc.update(key);
+        crc.update(data, from, to - from);
         return (int) (crc.getValue() % parts);
     }
 }

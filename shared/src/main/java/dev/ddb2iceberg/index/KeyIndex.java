@@ -464,19 +464,19 @@ public final class KeyIndex {
         int parts = manifest.parts();
         List<IndexManifest.Part> base = manifest.base();
         // The pending entries of the parts folded, in one pass over the layers.
-        Map<Integer, IndexEntries.Builder> pending = new HashMap<>();
-        fold.forEach(p -> pending.put(p, new IndexEntries.Builder()));
+        IndexEntries.Builder[] pending = new IndexEntries.Builder[parts]; // null: a part not folded
+        fold.forEach(p -> pending[p] = new IndexEntries.Builder());
         for (int l = 0; l < layers.size(); l++) {
             IndexEntries layer = layers.get(l);
             long layerGeneration = layerGenerations.get(l);
             String[] files = layer.files();
+            int[] partOf = layer.partsOf(parts);
             for (int i = 0; i < layer.size(); i++) {
-                byte[] key = layer.key(i);
-                int p = IndexKeys.part(key, parts);
-                IndexEntries.Builder b = pending.get(p);
+                int p = partOf[i];
+                IndexEntries.Builder b = pending[p];
                 if (b != null && layerGeneration > base.get(p).absorbed()) {
                     int ref = layer.fileRef(i);
-                    b.add(key, ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
+                    b.add(layer.key(i), ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
                 }
             }
         }
@@ -485,7 +485,7 @@ public final class KeyIndex {
         List<String> written = new ArrayList<>();
         for (int p : fold) {
             IndexManifest.Part before = base.get(p);
-            IndexEntries.Builder newer = pending.get(p);
+            IndexEntries.Builder newer = pending[p];
             String path = prefix + "-part-" + p + ".bin";
             if (rewrites(before, newer)) {
                 written.add(path);

@@ -90,4 +90,21 @@ class IndexEntriesTest {
         }
         assertTrue(absentButSearched < 10_000, "under 10 % of absent keys pass the filter: " + absentButSearched);
     }
+
+    @Test
+    void eachEntrysPartIsTheKeysPartForWhateverCountOfPartsIsAsked() {
+        IndexEntries.Builder builder = new IndexEntries.Builder();
+        for (int n = 0; n < 3_000; n++) {
+            builder.add(new IndexEntries.Entry(key(n), "f", n, BigInteger.valueOf(n)));
+        }
+        IndexEntries entries = builder.build();
+        for (int parts : new int[] {64, 7, 64}) { // asked again with another count, then the first again
+            int[] partOf = entries.partsOf(parts);
+            assertEquals(entries.size(), partOf.length);
+            for (int i = 0; i < entries.size(); i++) {
+                int expected = IndexKeys.part(entries.entry(i).key(), parts);
+                assertEquals(expected, partOf[i], "entry " + i + "'s part of " + parts);
+            }
+        }
+    }
 }
