@@ -77,20 +77,17 @@ public final class IndexCache {
     record Block(byte[] bytes, boolean decompressed) {}
 
     /**
-     * How many bytes a block takes decompressed for each byte it takes stored, at most: 2.15 on the
-     * merge benchmark's keys (BENCHMARKS.md, "Index blocks kept decompressed"), with room to spare.
-     */
-    static final long DECOMPRESSED_PER_STORED = 3;
-
-    /**
-     * Whether to keep the blocks of an index whose parts take {@code storedBytes} decompressed: when
-     * the whole index, decompressed, would take at most half the budget. A merge of many keys reads
-     * most blocks of an index of a few million rows, and decompressing them again each merge was
-     * the largest part of a lookup. A bigger index keeps them as stored, so that as many as possible
-     * fit: a block read from disk or S3 costs far more than its decompression.
+     * Whether to keep the blocks of an index whose parts take {@code storedBytes} in storage
+     * decompressed: when they would take at most half the budget so (about 2.15 bytes decompressed
+     * for each stored on the merge benchmark's keys, counted as 2.5), leaving the other half for
+     * the deltas, footers and the removals index. A merge of many keys reads most blocks of an index
+     * of a few million rows, and decompressing them again each merge was the largest part of a
+     * lookup. A bigger index keeps them as stored, so that as many as possible fit: a block read
+     * from disk or S3 costs far more than its decompression (BENCHMARKS.md, "Index blocks kept
+     * decompressed").
      */
     boolean keepsDecompressed(long storedBytes) {
-        return storedBytes <= budgetBytes / 2 / DECOMPRESSED_PER_STORED;
+        return storedBytes <= budgetBytes / 5;
     }
 
     /** A block, or null. */

@@ -82,7 +82,9 @@ public final class KeyIndex {
         this.manifest = manifest;
         this.cache = cache;
         this.keepFrom = keepFrom;
-        this.reads = new PartReads(io, cache, cache.keepsDecompressed(manifest.bytes()));
+        long partBytes =
+                manifest.base().stream().mapToLong(IndexManifest.Part::length).sum();
+        this.reads = new PartReads(io, cache, cache.keepsDecompressed(partBytes));
     }
 
     /** The manifest location the snapshot's own summary names, or null. */
