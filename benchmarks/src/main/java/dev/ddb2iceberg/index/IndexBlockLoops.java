@@ -46,6 +46,9 @@ public class IndexBlockLoops {
     private PartFile.Footer footer;
     private byte[] part;
     private byte[][] lookups;
+    /** Each block decompressed, as a cache with room keeps them ({@link IndexCache#keepsDecompressed}). */
+    private byte[][] decompressed;
+
     private int next;
 
     @Setup
@@ -85,6 +88,10 @@ public class IndexBlockLoops {
         }
         part = writer.finish();
         footer = PartFile.footer("bench-part", part.length, part);
+        decompressed = new byte[footer.blocks()][];
+        for (int b = 0; b < footer.blocks(); b++) {
+            decompressed[b] = PartFile.decompressBlock(footer, b, part, (int) footer.offset(b));
+        }
         lookups = new byte[LOOKUPS][];
         for (int i = 0; i < LOOKUPS; i++) {
             lookups[i] = keys[random.nextInt(ENTRIES)];
@@ -100,6 +107,19 @@ public class IndexBlockLoops {
         int block = footer.blockOf(key);
         List<IndexEntries.Entry> found =
                 PartFile.find(footer, block, part, (int) footer.offset(block), new ArrayList<>(List.of(key)));
+        if (found.size() != 1) {
+            throw new IllegalStateException("a key the part holds was not found in block " + block);
+        }
+        return (int) found.get(0).position();
+    }
+
+    /** As {@link #findOneKey}, in a block a cache kept decompressed: no CRC check, no decompression. */
+    @Benchmark
+    public int findOneKeyDecompressed() {
+        byte[] key = lookups[next++ & (LOOKUPS - 1)];
+        int block = footer.blockOf(key);
+        List<IndexEntries.Entry> found =
+                PartFile.findDecompressed(footer, block, decompressed[block], new ArrayList<>(List.of(key)));
         if (found.size() != 1) {
             throw new IllegalStateException("a key the part holds was not found in block " + block);
         }
