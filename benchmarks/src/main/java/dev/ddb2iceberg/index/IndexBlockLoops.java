@@ -24,7 +24,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * decompress it, decode entries up to the key. At a billion rows nearly every changed key is alone
  * in its block, so this is a lookup's whole CPU cost there. The keys are the merge benchmark's (a
  * string partition key and a number sort key), the sequences DynamoDB's, 250 data files. The score
- * is microseconds a key, for each raw block size. Setup prints the part's stored bytes per entry and
+ * is microseconds a key, for each raw block size; {@code findOneKeyDecompressed} is the same scan in
+ * a block a cache with room kept decompressed ({@link IndexCache#keepsDecompressed}). Setup prints the part's stored bytes per entry and
  * its footer's memory per entry, the other side of the trade. Run: {@code benchmarks/run --jmh}, or
  * {@code java -cp … org.openjdk.jmh.Main IndexBlockLoops}.
  */
