@@ -465,11 +465,7 @@ class KeyIndexTest {
         }
         IndexCache small = new IndexCache(4 << 10);
         KeyIndex index = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), small);
-        TableLayout layout = TableLayout.of(table());
-        List<byte[]> keys = new ArrayList<>();
-        for (int i = 0; i < 20_500; i++) {
-            keys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
-        }
+        List<byte[]> keys = encodedKeys(w, 20_500);
         Map<IndexEntries.ByteKey, IndexEntries.Entry> byBlocks = index.lookup(keys, pool);
         // The same answer from each part read whole, under the deltas its part has not absorbed.
         IndexManifest m = index.manifest();
@@ -513,10 +509,7 @@ class KeyIndexTest {
         stage(w.next(20_000));
         merge();
         TableLayout layout = TableLayout.of(table());
-        List<byte[]> tenKeys = new ArrayList<>();
-        for (int i = 0; i < 10; i++) {
-            tenKeys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
-        }
+        List<byte[]> tenKeys = encodedKeys(w, 10);
         IndexCache cache = new IndexCache(Long.MAX_VALUE);
         KeyIndex index = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), cache);
         List<List<Object>> held = new ArrayList<>();
@@ -573,11 +566,7 @@ class KeyIndexTest {
         merge();
         stage(w.next(2_000));
         merge();
-        TableLayout layout = TableLayout.of(table());
-        List<byte[]> keys = new ArrayList<>();
-        for (int i = 0; i < 20_500; i++) {
-            keys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
-        }
+        List<byte[]> keys = encodedKeys(w, 20_500);
         String manifest = KeyIndex.manifestOf(table().currentSnapshot());
 
         IndexCache roomy = new IndexCache(Long.MAX_VALUE);
@@ -601,6 +590,16 @@ class KeyIndexTest {
         assertTrue(stored.size() > 1_000, "thousands of the keys are in the table: " + stored.size());
         assertEquals(stored, first, "decompressed blocks, first read, answer as stored ones");
         assertEquals(stored, second, "decompressed blocks, from the cache, answer as stored ones");
+    }
+
+    /** The encoded keys of the workload's first {@code n} items, as a merge looks them up. */
+    private List<byte[]> encodedKeys(KeyedWorkload w, int n) {
+        TableLayout layout = TableLayout.of(table());
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            keys.add(IndexKeys.encode(layout.keyOf(new Change(w.key(i), Operation.REMOVE, null, "1", 0, false))));
+        }
+        return keys;
     }
 
     /** Entries as "file@position#sequence" by key (entries hold arrays, which compare by identity). */
