@@ -66,8 +66,16 @@ public record IndexManifest(
                 generation,
                 base.stream().mapToLong(Part::entries).sum(),
                 deltas.stream().mapToLong(Delta::entries).sum(),
-                base.stream().mapToLong(Part::length).sum()
-                        + deltas.stream().mapToLong(Delta::length).sum());
+                baseBytes(base) + deltas.stream().mapToLong(Delta::length).sum());
+    }
+
+    /** Size of the parts in storage, the deltas left out. */
+    public long baseBytes() {
+        return baseBytes(base);
+    }
+
+    private static long baseBytes(List<Part> base) {
+        return base.stream().mapToLong(Part::length).sum();
     }
 
     /** Every file of this version, manifest aside: what orphan cleanup must keep. */

@@ -82,9 +82,7 @@ public final class KeyIndex {
         this.manifest = manifest;
         this.cache = cache;
         this.keepFrom = keepFrom;
-        long partBytes =
-                manifest.base().stream().mapToLong(IndexManifest.Part::length).sum();
-        this.reads = new PartReads(io, cache, cache.keepsDecompressed(partBytes));
+        this.reads = new PartReads(io, cache, cache.keepsDecompressed(manifest.baseBytes()));
     }
 
     /** The manifest location the snapshot's own summary names, or null. */
