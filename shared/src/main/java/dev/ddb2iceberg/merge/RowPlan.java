@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.data.Record;
@@ -59,38 +58,35 @@ final class RowPlan {
         RowPlan plan = new RowPlan();
         KeptRows kept = new KeptRows(table, layout);
         List<Change> upserts = new ArrayList<>();
-        List<Map.Entry<List<Object>, Change>> latest = new ArrayList<>(changes.latest.entrySet());
-        // The removals on record of the keys whose answer depends on them: those with no live row,
-        // and removals that keep a row while an upsert of theirs is in this merge (see keeps). Chosen
-        // on every core, as below: a merge has up to a million keys.
-        List<List<Object>> toLookUp = Slices.map(
-                        latest,
-                        pool,
-                        e -> found.rows().getOrDefault(e.getKey(), List.of()).isEmpty()
-                                        || (!e.getValue().operation().isUpsert()
-                                                && changes.latestUpsert.containsKey(e.getKey()))
-                                ? e.getKey()
-                                : null,
-                        "choosing the keys to look up removals of")
-                .stream()
-                .filter(Objects::nonNull)
-                .toList();
-        RemovalsIndex.Known removals = removalsIndex.lookup(toLookUp, pool);
-        // Each key's live rows, whether its change is stale, and whether the removals index remembers
-        // the key, on every core (the maps are only read there); then the plan, in order, here.
-        List<Looked> looked = Slices.map(
-                latest,
+        // Each changed key with its newest change and its live rows, looked up once here (a hash
+        // lookup in a map of up to a million keys, on every core) for both passes below.
+        List<Pending> pending = Slices.map(
+                new ArrayList<>(changes.latest.entrySet()),
                 pool,
-                e -> {
-                    List<LiveRow> live = found.rows().getOrDefault(e.getKey(), List.of());
-                    return isStale(e.getKey(), e.getValue(), live, removals)
-                            ? null
-                            : new Looked(live, removals.remembers(e.getKey()));
-                },
+                e -> new Pending(e.getKey(), e.getValue(), found.rows().getOrDefault(e.getKey(), List.of())),
+                "finding the changed keys' live rows");
+        // The removals on record of the keys whose answer depends on them: those with no live row,
+        // and removals that keep a row while an upsert of theirs is in this merge (see keeps).
+        List<List<Object>> toLookUp = new ArrayList<>();
+        for (Pending p : pending) {
+            if (p.live().isEmpty()
+                    || (!p.change().operation().isUpsert() && changes.latestUpsert.containsKey(p.key()))) {
+                toLookUp.add(p.key());
+            }
+        }
+        RemovalsIndex.Known removals = removalsIndex.lookup(toLookUp, pool);
+        // Whether each change is stale, and whether the removals index remembers its key, on every
+        // core (the maps are only read there); then the plan, in order, here.
+        List<Looked> looked = Slices.map(
+                pending,
+                pool,
+                p -> isStale(p.key(), p.change(), p.live(), removals)
+                        ? null
+                        : new Looked(p.live(), removals.remembers(p.key())),
                 "finding stale changes");
-        for (int i = 0; i < latest.size(); i++) {
-            List<Object> key = latest.get(i).getKey();
-            Change c = latest.get(i).getValue();
+        for (int i = 0; i < pending.size(); i++) {
+            List<Object> key = pending.get(i).key();
+            Change c = pending.get(i).change();
             Looked l = looked.get(i);
             if (l == null) {
                 plan.stale++; // the table already holds this change or a newer one, or removed the item since
@@ -120,6 +116,9 @@ final class RowPlan {
         plan.keptRemovals = kept.size();
         return plan;
     }
+
+    /** A changed key, its newest change and its live rows. */
+    private record Pending(List<Object> key, Change change, List<LiveRow> live) {}
 
     /** A key's live rows, and whether the removals index remembers the key. */
     private record Looked(List<LiveRow> live, boolean remembered) {}
