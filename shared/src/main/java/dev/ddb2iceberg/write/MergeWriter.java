@@ -488,26 +488,52 @@ public final class MergeWriter {
     /** A delete file written for one data file, the delete files it replaces, and the positions it holds. */
     private record FileDeletes(DeleteFile file, Collection<DeleteFile> replaced, long[] positions) {}
 
-    /** The positions {@code before} deletes and those of {@code rows}, ascending and distinct. */
-    private static long[] positionsOf(PositionDeleteIndex before, List<LiveRow> rows) {
-        long[] all = new long[(int) (rows.size() + (before == null ? 0 : before.cardinality()))];
+    /**
+     * The positions {@code before} deletes and those of {@code rows}, ascending and distinct. The
+     * earlier ones come ascending and outnumber this merge's late in the hour (a data file's delete
+     * file carries every position deleted since compaction), so only this merge's are sorted, and
+     * the two merged: a full sort of both was 2 % of a late merge's CPU.
+     */
+    static long[] positionsOf(PositionDeleteIndex before, List<LiveRow> rows) {
+        long[] now = new long[rows.size()];
+        for (int i = 0; i < now.length; i++) {
+            now[i] = rows.get(i).position();
+        }
+        Arrays.sort(now);
+        return mergeDistinct(before == null ? new long[0] : ascending(before), now);
+    }
+
+    /** The index's positions, ascending (as Iceberg's bitmap indexes give them; sorted if not). */
+    private static long[] ascending(PositionDeleteIndex index) {
+        long[] all = new long[(int) index.cardinality()];
+        int[] n = {0};
+        boolean[] ordered = {true};
+        index.forEach(p -> {
+            if (n[0] > 0 && p < all[n[0] - 1]) {
+                ordered[0] = false;
+            }
+            all[n[0]++] = p;
+        });
+        long[] out = n[0] == all.length ? all : Arrays.copyOf(all, n[0]);
+        if (!ordered[0]) {
+            Arrays.sort(out);
+        }
+        return out;
+    }
+
+    /** Two ascending arrays merged into one, ascending, each position once. */
+    static long[] mergeDistinct(long[] a, long[] b) {
+        long[] out = new long[a.length + b.length];
+        int i = 0;
+        int j = 0;
         int n = 0;
-        for (LiveRow row : rows) {
-            all[n++] = row.position();
-        }
-        if (before != null) {
-            int[] at = {n};
-            before.forEach(p -> all[at[0]++] = p);
-            n = at[0];
-        }
-        Arrays.sort(all, 0, n);
-        int distinct = 0;
-        for (int i = 0; i < n; i++) {
-            if (distinct == 0 || all[i] != all[distinct - 1]) {
-                all[distinct++] = all[i];
+        while (i < a.length || j < b.length) {
+            long next = j == b.length || (i < a.length && a[i] <= b[j]) ? a[i++] : b[j++];
+            if (n == 0 || out[n - 1] != next) {
+                out[n++] = next;
             }
         }
-        return Arrays.copyOf(all, distinct);
+        return n == out.length ? out : Arrays.copyOf(out, n);
     }
 
     private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, int writerId, DeleteGranularity granularity) {
