@@ -78,6 +78,11 @@ public final class MergeThroughput {
     /** {@code -Dbench.steadyMerges=N}: N more timed merges after the measured one (mean, p95, max). */
     private static final int STEADY_MERGES = Integer.getInteger("bench.steadyMerges", 0);
     /**
+     * {@code -Dbench.profileFrom=N}: with {@code bench.profileSteady}, profile the steady merges from
+     * the Nth on (0-based), to see what a merge late in the hour spends that an early one does not.
+     */
+    private static final int PROFILE_FROM = Integer.getInteger("bench.profileFrom", 0);
+    /**
      * {@code -Dbench.indexCacheMb=N}: the memory a warm merger keeps index files in (KEY_INDEX_CACHE_MB;
      * default a third of the heap). A tenth of the index's in-memory size models a 10 GB Lambda at 1B rows.
      */
@@ -343,13 +348,14 @@ public final class MergeThroughput {
                 Map<Long, Long> s0 = serverThreadCpu();
                 Map<Long, Long> jit0 = jvmThreadCpu(JIT_THREADS);
                 Map<Long, Long> gc0 = jvmThreadCpu(GC_THREADS);
-                if (profile != null && profileSteady) { // the merges alone, not the staging between them
-                    profiler(m == 0 ? PROFILER_START : "resume");
+                boolean profiled = profile != null && profileSteady && m >= PROFILE_FROM;
+                if (profiled) { // the merges alone, not the staging between them
+                    profiler(m == PROFILE_FROM ? PROFILER_START : "resume");
                 }
                 long k0 = classes.getTotalLoadedClassCount();
                 long m0 = System.nanoTime();
                 new Merger(catalog, tableSettings, store, options).run();
-                if (profile != null && profileSteady) {
+                if (profiled) {
                     profiler("stop");
                 }
                 times.add((System.nanoTime() - m0) / 1e9);
