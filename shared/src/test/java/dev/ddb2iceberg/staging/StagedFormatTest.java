@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.staging;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,6 +9,7 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.testkit.RandomChanges;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,6 +28,46 @@ class StagedFormatTest {
                 assertEquals(in.get(i), out.get(i), "change " + i + " of seed " + seed);
             }
         }
+    }
+
+    @Test
+    void eachRecurringAttributeNameIsReadAsOneStringPerObject() {
+        List<Change> in = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            Map<String, DdbValue> keys = Map.of("pk", new DdbValue.S("item-" + i));
+            Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+            image.put("status", new DdbValue.S("open"));
+            image.put("address", new DdbValue.M(Map.of("city", new DdbValue.S("Lyon"))));
+            in.add(new Change(keys, Operation.MODIFY, image, String.valueOf(i + 1), 5L, false));
+        }
+        List<Change> out = StagedFormat.read(StagedFormat.write(in), "names");
+        assertEquals(in, out);
+        String status = nameOf(out.get(0).newImage(), "status");
+        String city = nameOf(((DdbValue.M) out.get(0).newImage().get("address")).fields(), "city");
+        for (Change c : out) {
+            assertSame(status, nameOf(c.newImage(), "status"), "the name 'status' of " + c.keys());
+            assertSame(city, nameOf(((DdbValue.M) c.newImage().get("address")).fields(), "city"));
+        }
+    }
+
+    @Test
+    void manyDistinctAttributeNamesInOneObjectRoundTrip() {
+        // More names than the reader's cache has slots: slots are reused, names stay exact.
+        Map<String, DdbValue> keys = Map.of("pk", new DdbValue.S("a"));
+        List<Change> in = new ArrayList<>();
+        for (int c = 0; c < 3; c++) {
+            Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+            for (int i = 0; i < 2_000; i++) {
+                image.put("attr_" + ((i * 7 + c) % 2_000) + "_é", new DdbValue.N(String.valueOf(i)));
+            }
+            in.add(new Change(keys, Operation.INSERT, image, String.valueOf(c + 1), 5L, false));
+        }
+        assertEquals(in, StagedFormat.read(StagedFormat.write(in), "many names"));
+    }
+
+    /** The map's own key instance equal to {@code name}. */
+    private static String nameOf(Map<String, DdbValue> map, String name) {
+        return map.keySet().stream().filter(name::equals).findFirst().orElseThrow();
     }
 
     @Test
