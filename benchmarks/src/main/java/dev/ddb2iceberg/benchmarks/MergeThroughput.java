@@ -394,6 +394,32 @@ public final class MergeThroughput {
                     changes / (meanCpu - meanJit),
                     compilesWaited);
             System.out.printf("  classes loaded during each merge: %s%n", classesLoaded);
+            // A day of merges is many hours of this: what grows between compactions (each merge's
+            // delete files) shows as the rate falling from one third of the run to the next.
+            if (STEADY_MERGES >= 30) {
+                List<String> thirds = new ArrayList<>();
+                for (int t = 0; t < 3; t++) {
+                    List<Double> part = ownCpu.subList(t * STEADY_MERGES / 3, (t + 1) * STEADY_MERGES / 3);
+                    List<Double> jitPart = jitCpu.subList(t * STEADY_MERGES / 3, (t + 1) * STEADY_MERGES / 3);
+                    double cpu = part.stream()
+                            .mapToDouble(Double::doubleValue)
+                            .average()
+                            .orElse(0);
+                    double jit = jitPart.stream()
+                            .mapToDouble(Double::doubleValue)
+                            .average()
+                            .orElse(0);
+                    thirds.add(String.format(
+                            "merges %d-%d: %,.0f (%,.0f)",
+                            t * STEADY_MERGES / 3 + 1,
+                            (t + 1) * STEADY_MERGES / 3,
+                            changes / cpu,
+                            changes / (cpu - jit)));
+                }
+                System.out.printf(
+                        "  changes per CPU-second by thirds of the run (without the JIT): %s%n",
+                        String.join("; ", thirds));
+            }
             double median = sorted.get(sorted.size() / 2);
             long inMemory = keyIndex ? indexMemoryBytes(table) : 0;
             String cached = String.format(
