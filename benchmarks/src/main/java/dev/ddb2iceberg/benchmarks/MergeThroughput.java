@@ -282,6 +282,10 @@ public final class MergeThroughput {
         String profile = System.getProperty("bench.profile");
         // -Dbench.profileSteady=true: profile the steady merges instead (the JIT done compiling).
         boolean profileSteady = Boolean.getBoolean("bench.profileSteady");
+        if (profileSteady && PROFILE_FROM >= STEADY_MERGES) {
+            throw new IllegalArgumentException("-Dbench.profileFrom=" + PROFILE_FROM + " profiles none of the "
+                    + STEADY_MERGES + " steady merges (-Dbench.steadyMerges): give it a number below that");
+        }
         if (profile != null && !profileSteady) {
             profiler(PROFILER_START);
         }
