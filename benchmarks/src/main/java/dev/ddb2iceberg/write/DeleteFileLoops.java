@@ -1,5 +1,9 @@
 package dev.ddb2iceberg.write;
 
+import dev.ddb2iceberg.lookup.LiveRow;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -12,8 +16,11 @@ import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.deletes.Deletes;
+import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.apache.iceberg.inmemory.InMemoryCatalog;
 import org.apache.iceberg.inmemory.InMemoryOutputFile;
+import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -31,8 +38,12 @@ import org.openjdk.jmh.annotations.Warmup;
  * JMH: writing one file-scoped position delete file ({@link PositionDeleteFileWriter}) into memory,
  * for a data file with a few hundred deleted positions (a merge's new ones) and with 20,000 (what a
  * data file carries forward after many merges before compaction). The score is microseconds a file;
- * divide by the positions for the cost of one. In this package, beside the writer, because the writer
- * is the library's own (package-private). Run: {@code benchmarks/run --jmh}, or
+ * divide by the positions for the cost of one. And the positions such a file holds: those positions
+ * deleted earlier (a bitmap index, as the merger holds them) and a merge's 300 new ones, ascending
+ * and distinct ({@code carriedPositions}, the merger's way: sort the new ones, merge; {@code
+ * carriedPositionsSortedWhole}, the way before 2026-12-05 kept as the baseline: sort both). In this
+ * package, beside the writer, because the writer is the library's own (package-private). Run:
+ * {@code benchmarks/run --jmh}, or
  * {@code java -cp … org.openjdk.jmh.Main DeleteFileLoops}.
  */
 @State(Scope.Benchmark)
@@ -52,6 +63,8 @@ public class DeleteFileLoops {
     private long[] deleted;
     private Map<String, String> settings;
     private int next;
+    private PositionDeleteIndex earlier;
+    private List<LiveRow> now;
 
     @Setup
     public void setUp() {
@@ -78,6 +91,12 @@ public class DeleteFileLoops {
             deleted[i] = p;
         }
         settings = MergeWriter.mergeFileSettings(table.properties());
+        earlier = Deletes.toPositionIndex(
+                CloseableIterable.withNoopClose(Arrays.stream(deleted).boxed().toList()));
+        now = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            now.add(new LiveRow(null, random.nextLong(p + 1), ""));
+        }
     }
 
     /** One delete file, its bytes compressed as a merge writes them (µs a file). */
@@ -85,5 +104,31 @@ public class DeleteFileLoops {
     public DeleteFile writePositionDeleteFile() {
         return PositionDeleteFileWriter.write(
                 table, new InMemoryOutputFile("mem://deletes-" + next++), dataFile, deleted, settings);
+    }
+
+    /** The positions a data file's new delete file holds, the merger's way (µs a file). */
+    @Benchmark
+    public long[] carriedPositions() {
+        return MergeWriter.positionsOf(earlier, now);
+    }
+
+    /** The baseline: both sets collected and sorted whole, as before 2026-12-05. */
+    @Benchmark
+    public long[] carriedPositionsSortedWhole() {
+        long[] all = new long[(int) (now.size() + earlier.cardinality())];
+        int n = 0;
+        for (LiveRow row : now) {
+            all[n++] = row.position();
+        }
+        int[] at = {n};
+        earlier.forEach(pos -> all[at[0]++] = pos);
+        Arrays.sort(all, 0, at[0]);
+        int distinct = 0;
+        for (int i = 0; i < at[0]; i++) {
+            if (distinct == 0 || all[i] != all[distinct - 1]) {
+                all[distinct++] = all[i];
+            }
+        }
+        return Arrays.copyOf(all, distinct);
     }
 }
