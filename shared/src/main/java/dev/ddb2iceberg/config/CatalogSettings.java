@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.config;
 
+import dev.ddb2iceberg.storage.BufferedS3FileIO;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.iceberg.CatalogProperties;
@@ -8,7 +9,8 @@ import org.apache.iceberg.catalog.Catalog;
 
 /**
  * The Iceberg catalog, described by Iceberg's own catalog properties. Storage is always Iceberg's
- * S3FileIO with the URL-connection client.
+ * S3FileIO with the URL-connection client, as {@link BufferedS3FileIO}: small files are uploaded from
+ * memory instead of a local staging file.
  *
  * <ul>
  *   <li>{@code glue} (the default): the AWS Glue Data Catalog through Glue's Iceberg REST endpoint,
@@ -88,7 +90,7 @@ public record CatalogSettings(String name, String type, Map<String, String> prop
             }
             default -> throw new IllegalStateException(type); // Environment.choice allows only the four
         }
-        props.put(CatalogProperties.FILE_IO_IMPL, "org.apache.iceberg.aws.s3.S3FileIO");
+        props.put(CatalogProperties.FILE_IO_IMPL, BufferedS3FileIO.class.getName());
         props.put("http-client.type", "urlconnection");
         props.put("client.region", s3.region());
         if (s3.endpoint() != null) {

@@ -73,8 +73,13 @@ public final class Settings {
             "CATALOG_WAREHOUSE",
             null,
             "the catalog's warehouse; default none for rest, s3://<STAGING_BUCKET>/warehouse for jdbc");
-    public static final Setting CATALOG_PROPERTIES =
-            fixed("CATALOG_PROPERTIES", "", "extra Iceberg catalog properties, key=value,key=value");
+    public static final Setting CATALOG_PROPERTIES = fixed(
+            "CATALOG_PROPERTIES",
+            "",
+            "extra Iceberg catalog properties, key=value,key=value; S3FileIO's upload options (s3.sse.*,"
+                    + " s3.acl, s3.write.tags.*, s3.write.storage-class, s3.checksum-enabled,"
+                    + " s3.access-points.*) also turn off uploads from memory: each file is then staged on"
+                    + " local disk first");
     public static final Setting CATALOG_NAME =
             unset("CATALOG_NAME", "ddb2iceberg", "the catalog's name (a JDBC catalog files its tables under it)");
 
