@@ -26,7 +26,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * string partition key and a number sort key), the sequences DynamoDB's, 250 data files. The score
  * is microseconds a key, for each raw block size; {@code findOneKeyDecompressed} is the same scan in
  * a block a cache with room kept decompressed ({@link IndexCache#keepsDecompressed}). Setup prints the part's stored bytes per entry and
- * its footer's memory per entry, the other side of the trade. Run: {@code benchmarks/run --jmh}, or
+ * its footer's memory per entry, the other side of the trade. {@code writeWholePart} writes the
+ * part's 200,000 entries into a new part, as a fold rewrites a part: microseconds a part. Run:
+ * {@code benchmarks/run --jmh}, or
  * {@code java -cp … org.openjdk.jmh.Main IndexBlockLoops}.
  */
 @State(Scope.Benchmark)
@@ -52,6 +54,12 @@ public class IndexBlockLoops {
 
     private int next;
 
+    private byte[][] keys;
+    private PartFile.FileTable table;
+    private byte[][] sequences;
+    private int[] fileRefs;
+    private long[] positions;
+
     @Setup
     public void setUp() {
         // Keys as the merge benchmark's items have them: partition key cust-(n/10), sort key n.
@@ -66,27 +74,24 @@ public class IndexBlockLoops {
             files[f] = "s3://bench/warehouse/ddb2iceberg.db/orders/data/pk_bucket=" + (f % 64) + "/00012-3-" + f
                     + "-9f3d-4c55-a2b1-7e2f44c2d9aa-0-00001.parquet";
         }
-        PartFile.FileTable table = new PartFile.FileTable();
+        table = new PartFile.FileTable();
         for (String f : files) {
             table.ref(f);
         }
-        PartFile.Writer writer = new PartFile.Writer(table, ENTRIES, blockBytes);
         Random random = new Random(1);
         BigInteger firstSequence = new BigInteger("100000000000000000000");
-        for (byte[] key : keys) {
-            byte[] sequence = firstSequence
+        this.keys = keys;
+        sequences = new byte[ENTRIES][];
+        fileRefs = new int[ENTRIES];
+        positions = new long[ENTRIES];
+        for (int n = 0; n < ENTRIES; n++) {
+            sequences[n] = firstSequence
                     .add(BigInteger.valueOf(random.nextInt(1 << 30)))
                     .toByteArray();
-            writer.add(
-                    key,
-                    0,
-                    key.length,
-                    random.nextInt(files.length),
-                    random.nextInt(1_000_000),
-                    sequence,
-                    0,
-                    sequence.length);
+            fileRefs[n] = random.nextInt(files.length);
+            positions[n] = random.nextInt(1_000_000);
         }
+        PartFile.Writer writer = writePart(table);
         part = writer.finish();
         footer = PartFile.footer("bench-part", part.length, part);
         decompressed = new byte[footer.blocks()][];
@@ -100,6 +105,24 @@ public class IndexBlockLoops {
         System.err.printf(
                 "%n%d-byte blocks: %d blocks, %.2f stored bytes an entry, footer in memory %.2f bytes an entry%n",
                 blockBytes, footer.blocks(), (double) part.length / ENTRIES, (double) footer.memoryBytes() / ENTRIES);
+    }
+
+    /** The part's entries written into a new part, block by block, as a fold writes each part it rewrites. */
+    private PartFile.Writer writePart(PartFile.FileTable files) {
+        PartFile.Writer writer = new PartFile.Writer(files, ENTRIES, blockBytes);
+        for (int n = 0; n < ENTRIES; n++) {
+            writer.add(keys[n], 0, keys[n].length, fileRefs[n], positions[n], sequences[n], 0, sequences[n].length);
+        }
+        return writer;
+    }
+
+    /**
+     * Writing a whole part of 200,000 entries (encoding and compressing each block, then the footer),
+     * as a fold does for each part it rewrites: microseconds a part.
+     */
+    @Benchmark
+    public int writeWholePart() {
+        return writePart(table).finish().length;
     }
 
     @Benchmark

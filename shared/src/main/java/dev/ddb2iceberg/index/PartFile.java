@@ -4,6 +4,7 @@ import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdException;
 import dev.ddb2iceberg.util.Futures;
+import dev.ddb2iceberg.util.ZstdCompression;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -262,7 +263,7 @@ final class PartFile {
         // varint byte was a tenth of a fold's encoding time.
         private byte[] raw = new byte[BLOCK_BYTES + 256];
         private int rawLength;
-        private byte[] compressed = new byte[(int) Zstd.compressBound(raw.length)];
+        private byte[] compressed = new byte[ZstdCompression.bound(raw.length)];
         private final ByteArrayOutputStream blockIndex = new ByteArrayOutputStream();
         private final FileTable table;
         private byte[] previous = new byte[64]; // the last key written (a copy: callers reuse their buffers)
@@ -376,14 +377,15 @@ final class PartFile {
         }
 
         private void endBlock() {
-            if (compressed.length < Zstd.compressBound(rawLength)) {
-                compressed = new byte[(int) Zstd.compressBound(rawLength)];
+            if (compressed.length < ZstdCompression.bound(rawLength)) {
+                compressed = new byte[ZstdCompression.bound(rawLength)];
             }
-            long n = Zstd.compressByteArray(compressed, 0, compressed.length, raw, 0, rawLength, LEVEL);
-            if (Zstd.isError(n)) {
-                throw new IllegalStateException("zstd could not compress a key index block: " + Zstd.getErrorName(n));
+            int length;
+            try {
+                length = ZstdCompression.compress(compressed, raw, 0, rawLength, LEVEL);
+            } catch (ZstdException e) {
+                throw new IllegalStateException("zstd could not compress a key index block: " + e.getMessage(), e);
             }
-            int length = (int) n;
             file.write(compressed, 0, length);
             Varints.write(blockIndex, firstKey.length);
             blockIndex.writeBytes(firstKey);
@@ -444,7 +446,7 @@ final class PartFile {
             IndexFile.writeFileTable(footer, table.files());
             Varints.write(footer, blocks);
             footer.writeBytes(blockIndex.toByteArray());
-            byte[] compressedFooter = Zstd.compress(footer.toByteArray(), LEVEL);
+            byte[] compressedFooter = ZstdCompression.compress(footer.toByteArray(), 0, footer.size(), LEVEL);
             file.writeBytes(compressedFooter);
             writeInt(file, compressedFooter.length);
             writeInt(file, crc(compressedFooter, 0, compressedFooter.length));

@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.write;
 
+import dev.ddb2iceberg.util.ZstdCompression;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -103,14 +104,20 @@ final class PositionDeleteFileWriter {
         String path = dataFile.location();
         ParquetOut file = new ParquetOut(out);
         CompressionCodecName codec = codec(settings);
-        CodecFactory codecs = new CodecFactory(configuration(settings), PAGE_ROWS * Long.BYTES);
+        CodecFactory codecs = codec == CompressionCodecName.ZSTD
+                ? null
+                : new CodecFactory(configuration(settings), PAGE_ROWS * Long.BYTES);
+        BytesInputCompressor compressor =
+                codecs == null ? new ZstdPages(zstdLevel(settings)) : codecs.getCompressor(codec);
         ParquetMetadata footer;
         try {
-            footer = writeParquet(file, Binary.fromString(path), positions, codec, codecs.getCompressor(codec));
+            footer = writeParquet(file, Binary.fromString(path), positions, codec, compressor);
         } catch (IOException e) {
             throw new UncheckedIOException("writing position deletes to " + out.location(), e);
         } finally {
-            codecs.release();
+            if (codecs != null) {
+                codecs.release();
+            }
         }
         Metrics metrics = MetricsUtil.copyWithoutFieldCounts(
                 ParquetUtil.footerMetrics(footer, Stream.empty(), MetricsConfig.forPositionDelete()), FILE_AND_POS);
@@ -237,6 +244,63 @@ final class PositionDeleteFileWriter {
                 settings.getOrDefault(
                         TableProperties.PARQUET_COMPRESSION, TableProperties.PARQUET_COMPRESSION_DEFAULT_SINCE_1_4_0));
         return CompressionCodecName.valueOf(codec.toUpperCase(Locale.ROOT));
+    }
+
+    /** The zstd level of the deletes: the table's (for deletes, else for data), else Parquet's default, 3. */
+    private static int zstdLevel(Map<String, String> settings) {
+        String level = settings.getOrDefault(
+                TableProperties.DELETE_PARQUET_COMPRESSION_LEVEL,
+                settings.get(TableProperties.PARQUET_COMPRESSION_LEVEL));
+        if (level == null) {
+            return 3;
+        }
+        try {
+            return Integer.parseInt(level.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(
+                    "the table's zstd level for deletes is '" + level + "', not a whole number (zstd takes 1 to 22;"
+                            + " set " + TableProperties.DELETE_PARQUET_COMPRESSION_LEVEL + " to one)",
+                    e);
+        }
+    }
+
+    /**
+     * Zstd pages, each one frame compressed at once with a pooled context ({@link ZstdCompression}).
+     * Parquet's zstd codec opens a compressing stream for every page, whose set-up (a workspace
+     * sized for any input, cleared) cost more than compressing a delete file's small pages.
+     */
+    private static final class ZstdPages implements BytesInputCompressor {
+        private final int level;
+        private byte[] out = new byte[0];
+
+        ZstdPages(int level) {
+            this.level = level;
+        }
+
+        @Override
+        public BytesInput compress(BytesInput page) throws IOException {
+            ByteBuffer raw = page.toByteBuffer(); // the page's own array, not a copy, when it has one
+            if (!raw.hasArray()) {
+                raw = ByteBuffer.wrap(page.toByteArray());
+            }
+            int length = raw.remaining();
+            if (out.length < ZstdCompression.bound(length)) {
+                out = new byte[ZstdCompression.bound(length)];
+            }
+            int n = ZstdCompression.compress(out, raw.array(), raw.arrayOffset() + raw.position(), length, level);
+            // The same buffer for the next page: the file writer writes each page out before asking for another.
+            return BytesInput.from(out, 0, n);
+        }
+
+        @Override
+        public CompressionCodecName getCodecName() {
+            return CompressionCodecName.ZSTD;
+        }
+
+        @Override
+        public void release() {
+            out = new byte[0];
+        }
     }
 
     /** The codec's level, as Iceberg passes it to Parquet (its configuration key differs by codec). */
