@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.storage;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.util.Map;
 import org.apache.commons.io.output.UnsynchronizedByteArrayOutputStream;
 import org.apache.iceberg.aws.s3.S3FileIO;
@@ -164,11 +165,18 @@ public class BufferedS3FileIO extends S3FileIO {
 
         @Override
         public void write(int b) throws IOException {
-            write(new byte[] {(byte) b}, 0, 1);
+            target(1).write(b);
+            pos++;
         }
 
         @Override
         public void write(byte[] bytes, int offset, int length) throws IOException {
+            target(length).write(bytes, offset, length);
+            pos += length;
+        }
+
+        /** Where the next {@code length} bytes go: memory, or S3FileIO's stream once they would pass the limit. */
+        private OutputStream target(int length) throws IOException {
             if (closed) {
                 throw new IOException("stream to " + file.location() + " is closed");
             }
@@ -177,12 +185,7 @@ public class BufferedS3FileIO extends S3FileIO {
                 held.writeTo(handedOver);
                 held = null;
             }
-            if (handedOver != null) {
-                handedOver.write(bytes, offset, length);
-            } else {
-                held.write(bytes, offset, length);
-            }
-            pos += length;
+            return handedOver != null ? handedOver : held;
         }
 
         @Override

@@ -17,6 +17,7 @@ import java.io.Closeable;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
@@ -140,6 +141,29 @@ class BufferedS3FileIOTest {
 
         assertArrayEquals(bytes, stored(server, bucket, "warehouse/big.parquet"));
         assertEquals(0, stagingFiles(), "local staging files after the upload");
+    }
+
+    @Test
+    void aFileExactlyAtTheLimitStaysInMemoryAndOneByteMoreIsHandedOver(EmbeddedS3Server server) throws IOException {
+        String bucket = S3ServerExtension.newBucket(server);
+        BufferedS3FileIO io = open(server, 1000, Map.of());
+        byte[] bytes = randomBytes(1001, 5);
+
+        PositionOutputStream atLimit =
+                io.newOutputFile("s3://" + bucket + "/at-limit").create();
+        atLimit.write(bytes, 0, 1000);
+        assertEquals(0, stagingFiles(), "staging files with 1,000 bytes written under a limit of 1,000");
+        atLimit.close();
+        assertArrayEquals(Arrays.copyOf(bytes, 1000), stored(server, bucket, "at-limit"));
+
+        PositionOutputStream past =
+                io.newOutputFile("s3://" + bucket + "/past-limit").create();
+        past.write(bytes, 0, 1000);
+        past.write(bytes[1000]);
+        assertEquals(1, stagingFiles(), "staging files once one byte more passed the limit");
+        assertEquals(1001, past.getPos());
+        past.close();
+        assertArrayEquals(bytes, stored(server, bucket, "past-limit"));
     }
 
     @Test
