@@ -3,6 +3,7 @@ package dev.ddb2iceberg.util;
 import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdCompressCtx;
 import com.github.luben.zstd.ZstdException;
+import java.util.Arrays;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
@@ -64,6 +65,6 @@ public final class ZstdCompression {
     public static byte[] compress(byte[] src, int offset, int length, int level) {
         byte[] dst = new byte[bound(length)];
         int n = compress(dst, src, offset, length, level);
-        return n == dst.length ? dst : java.util.Arrays.copyOf(dst, n);
+        return n == dst.length ? dst : Arrays.copyOf(dst, n);
     }
 }

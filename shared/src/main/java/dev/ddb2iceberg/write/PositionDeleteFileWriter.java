@@ -40,6 +40,7 @@ import org.apache.parquet.conf.PlainParquetConfiguration;
 import org.apache.parquet.hadoop.CodecFactory;
 import org.apache.parquet.hadoop.ParquetFileWriter;
 import org.apache.parquet.hadoop.ParquetWriter;
+import org.apache.parquet.hadoop.codec.ZstandardCodec;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
 import org.apache.parquet.io.PositionOutputStream;
@@ -246,13 +247,18 @@ final class PositionDeleteFileWriter {
         return CompressionCodecName.valueOf(codec.toUpperCase(Locale.ROOT));
     }
 
-    /** The zstd level of the deletes: the table's (for deletes, else for data), else Parquet's default, 3. */
-    private static int zstdLevel(Map<String, String> settings) {
-        String level = settings.getOrDefault(
+    /** The deletes' compression level the table sets (for deletes, else for data), or null. */
+    private static String level(Map<String, String> settings) {
+        return settings.getOrDefault(
                 TableProperties.DELETE_PARQUET_COMPRESSION_LEVEL,
                 settings.get(TableProperties.PARQUET_COMPRESSION_LEVEL));
+    }
+
+    /** The deletes' zstd level: the table's, else Parquet's default (what its zstd codec would take). */
+    private static int zstdLevel(Map<String, String> settings) {
+        String level = level(settings);
         if (level == null) {
-            return 3;
+            return ZstandardCodec.DEFAULT_PARQUET_COMPRESS_ZSTD_LEVEL;
         }
         try {
             return Integer.parseInt(level.trim());
@@ -303,15 +309,15 @@ final class PositionDeleteFileWriter {
         }
     }
 
-    /** The codec's level, as Iceberg passes it to Parquet (its configuration key differs by codec). */
+    /**
+     * The level of a codec other than zstd ({@link ZstdPages} takes zstd's), as Iceberg passes it to
+     * Parquet (its configuration key differs by codec).
+     */
     private static ParquetConfiguration configuration(Map<String, String> settings) {
-        String level = settings.getOrDefault(
-                TableProperties.DELETE_PARQUET_COMPRESSION_LEVEL,
-                settings.get(TableProperties.PARQUET_COMPRESSION_LEVEL));
+        String level = level(settings);
         Map<String, String> conf = new HashMap<>();
         if (level != null) {
             switch (codec(settings)) {
-                case ZSTD -> conf.put("parquet.compression.codec.zstd.level", level);
                 case GZIP -> conf.put("zlib.compress.level", level);
                 case BROTLI -> conf.put("compression.brotli.quality", level);
                 default -> {} // the codec takes no level
