@@ -212,24 +212,14 @@ public final class TableLayout {
         return List.of(key);
     }
 
-    /** Rows in key order (the table's sort order). */
-    public Comparator<Record> keyOrder() {
+    /** Rows in key order (the table's sort order); {@link KeyOrder#sort} sorts by it fastest. */
+    public KeyOrder keyOrder() {
         return keyOrder(schema);
     }
 
     /** Rows of {@code rows} (a projection holding the key columns) in key order. */
-    @SuppressWarnings("unchecked")
-    public Comparator<Record> keyOrder(Schema rows) {
-        int n = keyColumns.size();
-        int[] positions = new int[n];
-        Comparator<Object>[] orders = new Comparator[n];
-        for (int k = 0; k < n; k++) {
-            Types.NestedField field = rows.findField(keyColumns.get(k));
-            positions[k] = rows.columns().indexOf(field); // by position: no name lookup per compare
-            orders[k] = (Comparator<Object>)
-                    (Comparator<?>) Comparators.forType(field.type().asPrimitiveType());
-        }
-        return new KeyOrder(positions, orders);
+    public KeyOrder keyOrder(Schema rows) {
+        return KeyOrder.of(rows, keyColumns);
     }
 
     /** Keys ({@link #keyOf(Record)}) in key order: rows of different projections compared by key. */
@@ -250,33 +240,6 @@ public final class TableLayout {
             }
             return 0;
         };
-    }
-
-    /**
-     * Rows compared key column by key column. One small class, not a chain of
-     * {@code Comparator.thenComparing}: that chain's lambda is one class shared by every chain in
-     * the process, so the JIT cannot inline the comparisons it makes, and a merge sorts every row
-     * it writes.
-     */
-    private static final class KeyOrder implements Comparator<Record> {
-        private final int[] positions;
-        private final Comparator<Object>[] orders;
-
-        KeyOrder(int[] positions, Comparator<Object>[] orders) {
-            this.positions = positions;
-            this.orders = orders;
-        }
-
-        @Override
-        public int compare(Record a, Record b) {
-            for (int k = 0; k < positions.length; k++) {
-                int c = orders[k].compare(a.get(positions[k], Object.class), b.get(positions[k], Object.class));
-                if (c != 0) {
-                    return c;
-                }
-            }
-            return 0;
-        }
     }
 
     /**

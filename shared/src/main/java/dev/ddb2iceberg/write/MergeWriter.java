@@ -2,6 +2,7 @@ package dev.ddb2iceberg.write;
 
 import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.lookup.WrittenRow;
+import dev.ddb2iceberg.table.KeyOrder;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
@@ -189,7 +190,7 @@ public final class MergeWriter {
     private Written writePartition(
             PartitionSpec spec, StructLike partition, List<Record> rows, Comparator<Record> keyOrder, int task)
             throws IOException {
-        rows.sort(keyOrder); // sorted keys give each file tight key bounds, which prune later merges' reads
+        KeyOrder.sort(rows, keyOrder); // sorted keys give each file tight key bounds, which prune later merges' reads
         GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
                 .dataFileFormat(FileFormat.PARQUET)
                 .writerProperties(mergeFileSettings(table.properties()))
@@ -269,8 +270,7 @@ public final class MergeWriter {
             TableLayout layout,
             int task)
             throws IOException {
-        Comparator<Record> keyOrder = layout.keyOrder();
-        rows.sort(keyOrder);
+        layout.keyOrder().sort(rows);
         Comparator<List<Object>> keys = layout.keyListOrder();
         MessageType target = ParquetRowCopy.target(table.schema());
         // Heads of the sorted runs: the new rows (run -1) and each moved file's rows.
