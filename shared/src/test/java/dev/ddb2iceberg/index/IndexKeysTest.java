@@ -47,6 +47,52 @@ class IndexKeysTest {
     }
 
     @Test
+    void everyKindOfKeyIsEncodedAsTagLengthAndUtf8BytesWhateverPathTheEncoderTakes() {
+        // ASCII strings and numbers are written straight in, other values through their own bytes:
+        // both must give the files' form, checked here against it built the plain way.
+        java.util.Random random = new java.util.Random(5);
+        String[] strings = {
+            "", "cust-000000042", "\u00e9t\u00e9", "\ud83d\ude00x", "lone \ud800 surrogate", "x".repeat(300)
+        };
+        Object[] others = {0L, -1L, Long.MIN_VALUE, 7, new BigDecimal("-3.25"), ByteBuffer.wrap(new byte[] {1, 2})};
+        for (int i = 0; i < 500; i++) {
+            List<Object> key = new java.util.ArrayList<>();
+            for (int k = 0; k < 1 + random.nextInt(3); k++) {
+                key.add(
+                        random.nextBoolean()
+                                ? strings[random.nextInt(strings.length)]
+                                : others[random.nextInt(others.length)]);
+            }
+            java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+            for (Object v : key) {
+                byte tag;
+                byte[] bytes;
+                if (v instanceof String s) {
+                    tag = 1;
+                    bytes = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                } else if (v instanceof Number n && !(v instanceof BigDecimal)) {
+                    tag = 2;
+                    bytes = ByteBuffer.allocate(8).putLong(n.longValue()).array();
+                } else if (v instanceof BigDecimal d) {
+                    tag = 3;
+                    byte[] unscaled = d.unscaledValue().toByteArray();
+                    bytes = ByteBuffer.allocate(4 + unscaled.length)
+                            .putInt(d.scale())
+                            .put(unscaled)
+                            .array();
+                } else {
+                    tag = 4;
+                    bytes = new byte[] {1, 2};
+                }
+                expected.write(tag);
+                Varints.write(expected, bytes.length);
+                expected.writeBytes(bytes);
+            }
+            assertArrayEquals(expected.toByteArray(), IndexKeys.encode(key), "key " + key);
+        }
+    }
+
+    @Test
     void aValueOfAnotherTypeIsRefusedNamingItsType() {
         IllegalArgumentException e =
                 assertThrows(IllegalArgumentException.class, () -> IndexKeys.encode(List.of(1.5d)));
