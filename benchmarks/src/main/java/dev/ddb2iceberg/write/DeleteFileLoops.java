@@ -95,7 +95,7 @@ public class DeleteFileLoops {
                 CloseableIterable.withNoopClose(Arrays.stream(deleted).boxed().toList()));
         now = new ArrayList<>();
         for (int i = 0; i < 300; i++) {
-            now.add(new LiveRow(null, random.nextLong(p + 1), ""));
+            now.add(new LiveRow(null, random.nextLong(p + 1), java.math.BigInteger.ONE));
         }
     }
 

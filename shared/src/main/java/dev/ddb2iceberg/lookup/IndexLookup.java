@@ -139,12 +139,7 @@ public final class IndexLookup implements LiveRowLookup {
         List<LiveRow> hitRows = Slices.map(
                 Arrays.asList(hits),
                 pool,
-                e -> e == null
-                        ? null
-                        : new LiveRow(
-                                tasks.get(e.file()),
-                                e.position(),
-                                SequenceNumbers.pad(e.sequence().toString())),
+                e -> e == null ? null : new LiveRow(tasks.get(e.file()), e.position(), e.sequence()),
                 "resolving the key index's hits");
         Map<List<Object>, List<LiveRow>> rows = new HashMap<>(keyList.size() * 4 / 3 + 16);
         for (int i = 0; i < keyList.size(); i++) {
@@ -191,8 +186,10 @@ public final class IndexLookup implements LiveRowLookup {
                 written,
                 pool,
                 r -> new IndexEntries.Entry(
-                        IndexKeys.encode(layout.keyOf(r.row())), r.file(), r.position(), new BigInteger((String)
-                                r.row().getField(TableLayout.SEQ))),
+                        IndexKeys.encode(layout.keyOf(r.row())),
+                        r.file(),
+                        r.position(),
+                        SequenceNumbers.toBigInteger((String) r.row().getField(TableLayout.SEQ))),
                 "encoding the written rows' index entries"));
         for (List<Object> key : removed) {
             entries.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone

@@ -5,12 +5,12 @@ import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.index.PartSorter;
+import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -117,7 +117,8 @@ final class IndexRebuild {
         try (CloseableIterable<Record> rows = TaskRows.read(table, task, projection)) {
             for (Record row : rows) {
                 byte[] key = IndexKeys.encode(layout.keyOf(row));
-                byte[] sequence = new BigInteger((String) row.getField(TableLayout.SEQ)).toByteArray();
+                byte[] sequence = SequenceNumbers.toBigInteger((String) row.getField(TableLayout.SEQ))
+                        .toByteArray();
                 long position = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
                 sink.accept(key, file, position, sequence);
             }

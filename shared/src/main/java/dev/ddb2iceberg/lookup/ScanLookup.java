@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.lookup;
 
+import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
@@ -124,7 +125,8 @@ public final class ScanLookup implements LiveRowLookup {
                 List<Object> key = layout.keyOf(row);
                 if (wanted.contains(key)) {
                     long pos = (Long) row.getField(MetadataColumns.ROW_POSITION.name());
-                    out.add(Map.entry(key, new LiveRow(task, pos, (String) row.getField(TableLayout.SEQ))));
+                    out.add(Map.entry(key, new LiveRow(task, pos, SequenceNumbers.toBigInteger((String)
+                            row.getField(TableLayout.SEQ)))));
                 }
             }
         }

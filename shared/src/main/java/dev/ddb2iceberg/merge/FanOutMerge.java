@@ -668,7 +668,7 @@ public final class FanOutMerge {
                             "Range %s deletes rows of %s, which a commit since the planned snapshot %s rewrote",
                             r.range(), r.deleteFiles().get(i), plan.baseSnapshotId());
                 }
-                toDelete.add(new LiveRow(task, r.deletePositions()[i], ""));
+                toDelete.add(new LiveRow(task, r.deletePositions()[i], BigInteger.ZERO));
             }
             for (int i = 0; i < r.entryKeys().size(); i++) {
                 entries.add(new IndexEntries.Entry(

@@ -9,6 +9,7 @@ import dev.ddb2iceberg.removals.KeptRows;
 import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.util.Slices;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -128,9 +129,9 @@ final class RowPlan {
         if (live.isEmpty()) {
             return removals.removedAfter(key, c.sequenceNumber());
         }
-        String padded = SequenceNumbers.pad(c.sequenceNumber());
+        BigInteger sequence = SequenceNumbers.toBigInteger(c.sequenceNumber());
         for (LiveRow r : live) {
-            if (r.paddedSequence().compareTo(padded) >= 0) {
+            if (r.sequence().compareTo(sequence) >= 0) {
                 return true;
             }
         }

@@ -1,5 +1,7 @@
 package dev.ddb2iceberg.model;
 
+import java.math.BigInteger;
+
 /**
  * DynamoDB Streams sequence numbers are decimal strings of varying length (21 to 40 digits), so
  * they must be compared as numbers, never as text ("9" comes before "10").
@@ -45,6 +47,56 @@ public final class SequenceNumbers {
         }
         String s = stripLeadingZeros(seq);
         return "0".repeat(MAX_DIGITS - s.length()) + s;
+    }
+
+    /**
+     * The number {@code seq} (decimal digits, zero-padded or not) is, as {@code new BigInteger(seq)}
+     * gives it. A merge turns every written row's sequence number into its key index entry and
+     * compares every change with its row's: numbers of up to 36 digits (DynamoDB's are mostly 21 to
+     * 30) are read here as two longs, without the substrings the general parser makes.
+     */
+    public static BigInteger toBigInteger(String seq) {
+        int n = seq.length();
+        int from = 0;
+        while (from < n - 1 && seq.charAt(from) == '0') {
+            from++;
+        }
+        int digits = n - from;
+        if (digits <= 18) {
+            return BigInteger.valueOf(digits(seq, from, n));
+        }
+        if (digits > 36) {
+            return new BigInteger(seq);
+        }
+        long high = digits(seq, from, n - 18); // at most 18 digits, then the low 18
+        long low = digits(seq, n - 18, n);
+        long product = high * E18; // the low 64 bits of high x 10^18 (both non-negative)
+        long top = Math.multiplyHigh(high, E18);
+        long bottom = product + low;
+        if (Long.compareUnsigned(bottom, product) < 0) {
+            top++; // the carry
+        }
+        byte[] magnitude = new byte[16];
+        for (int i = 0; i < 8; i++) {
+            magnitude[7 - i] = (byte) (top >>> (8 * i));
+            magnitude[15 - i] = (byte) (bottom >>> (8 * i));
+        }
+        return new BigInteger(1, magnitude);
+    }
+
+    private static final long E18 = 1_000_000_000_000_000_000L;
+
+    /** The value of the decimal digits {@code s[from, to)} (at most 18). */
+    private static long digits(String s, int from, int to) {
+        long v = 0;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (c < '0' || c > '9') {
+                throw new NumberFormatException("sequence number '" + s + "' is not a decimal number");
+            }
+            v = v * 10 + (c - '0');
+        }
+        return v;
     }
 
     public static String stripLeadingZeros(String seq) {

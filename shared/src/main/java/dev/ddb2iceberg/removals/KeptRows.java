@@ -7,6 +7,7 @@ import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
+import java.math.BigInteger;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -32,6 +33,7 @@ import org.apache.iceberg.data.Record;
  * per touched file, side by side). A removal of an item the table does not hold leaves nothing.
  */
 public final class KeptRows {
+    private static final BigInteger NONE = BigInteger.valueOf(-1);
     private final Table table;
     private final TableLayout layout;
     /** Removals whose item comes from the table: the live row to copy, by removal. */
@@ -57,18 +59,19 @@ public final class KeptRows {
         if (upsertRemovedSince) {
             upsert = null; // a removal an earlier merge applied came after it: that item is gone
         }
-        String deletedAt = deleting == null ? "" : SequenceNumbers.pad(deleting.sequenceNumber());
+        // Sequence numbers are positive: -1 is below them all, for a change that is not there.
+        BigInteger deletedAt = deleting == null ? NONE : SequenceNumbers.toBigInteger(deleting.sequenceNumber());
         LiveRow newest = null;
         for (LiveRow r : live) {
-            if (r.paddedSequence().compareTo(deletedAt) > 0
-                    && (newest == null || r.paddedSequence().compareTo(newest.paddedSequence()) > 0)) {
+            if (r.sequence().compareTo(deletedAt) > 0
+                    && (newest == null || r.sequence().compareTo(newest.sequence()) > 0)) {
                 newest = r;
             }
         }
-        String upserted = upsert == null ? "" : SequenceNumbers.pad(upsert.sequenceNumber());
+        BigInteger upserted = upsert == null ? NONE : SequenceNumbers.toBigInteger(upsert.sequenceNumber());
         if (upsert != null
                 && upserted.compareTo(deletedAt) > 0
-                && (newest == null || upserted.compareTo(newest.paddedSequence()) > 0)) {
+                && (newest == null || upserted.compareTo(newest.sequence()) > 0)) {
             rows.add(mark(layout.toRow(upsert), removal));
             return true;
         }

@@ -8,6 +8,7 @@ import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.model.Change;
+import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.DerivedFiles;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.util.Slices;
@@ -119,7 +120,7 @@ public final class RemovalsIndex {
          */
         public boolean removedAfter(List<Object> key, String sequence) {
             BigInteger removal = removedAt.get(key);
-            return removal != null && removal.compareTo(new BigInteger(sequence)) >= 0;
+            return removal != null && removal.compareTo(SequenceNumbers.toBigInteger(sequence)) >= 0;
         }
 
         /** Whether a removal of {@code key} is on record: only then does an upsert of it change the record. */
@@ -144,7 +145,7 @@ public final class RemovalsIndex {
             for (List<Object> key : list) {
                 Change removal = legacy.get(key);
                 if (removal != null) {
-                    removedAt.put(key, new BigInteger(removal.sequenceNumber()));
+                    removedAt.put(key, SequenceNumbers.toBigInteger(removal.sequenceNumber()));
                 }
             }
             return new Known(removedAt);
@@ -182,7 +183,7 @@ public final class RemovalsIndex {
                         IndexKeys.encode(layout.keyOf(removal)),
                         REMOVED,
                         removal.approximateCreationMillis(),
-                        new BigInteger(removal.sequenceNumber()).toByteArray());
+                        SequenceNumbers.toBigInteger(removal.sequenceNumber()).toByteArray());
             }
             LOG.info("Moving {} removals from the removals files {} into a removals index", legacy.size(), property);
         } else if (seen.isEmpty()) {
@@ -191,7 +192,7 @@ public final class RemovalsIndex {
         // A later add of a key wins: this merge's changes come after the files' removals.
         for (Map.Entry<List<Object>, Change> e : seen.entrySet()) {
             Change c = e.getValue();
-            byte[] sequence = new BigInteger(c.sequenceNumber()).toByteArray();
+            byte[] sequence = SequenceNumbers.toBigInteger(c.sequenceNumber()).toByteArray();
             entries.add(
                     IndexKeys.encode(e.getKey()),
                     c.operation().isUpsert() ? null : REMOVED,

@@ -34,6 +34,28 @@ class SequenceNumbersTest {
     }
 
     @Test
+    void aNumberIsReadAsTheGeneralParserReadsItWhateverItsLengthAndZeros() {
+        java.util.Random random = new java.util.Random(40);
+        for (int i = 0; i < 20_000; i++) {
+            StringBuilder digits = new StringBuilder("0".repeat(random.nextInt(4)));
+            int length = 1 + random.nextInt(40);
+            for (int d = 0; d < length; d++) {
+                digits.append((char) ('0' + (i % 7 == 0 ? 9 : random.nextInt(10)))); // some all nines
+            }
+            String seq = digits.toString();
+            assertEquals(new java.math.BigInteger(seq), SequenceNumbers.toBigInteger(seq), seq);
+        }
+        assertEquals(java.math.BigInteger.ZERO, SequenceNumbers.toBigInteger("0".repeat(40)), "zero padded");
+        assertEquals(
+                new java.math.BigInteger("1" + "0".repeat(18)),
+                SequenceNumbers.toBigInteger("1" + "0".repeat(18)),
+                "19 digits: a carry-free split");
+        NumberFormatException e =
+                assertThrows(NumberFormatException.class, () -> SequenceNumbers.toBigInteger("12345678901234567890x"));
+        assertTrue(e.getMessage().contains("12345678901234567890x"), e.getMessage());
+    }
+
+    @Test
     void rejectsNonDigitsAndOverlongNumbers() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SequenceNumbers.check("12a"));
         assertTrue(e.getMessage().contains("'12a'"), e.getMessage());

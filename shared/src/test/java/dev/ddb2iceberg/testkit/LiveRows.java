@@ -15,7 +15,7 @@ public final class LiveRows {
         Map<List<Object>, Set<String>> out = new HashMap<>();
         found.rows().forEach((key, live) -> {
             Set<String> s = new TreeSet<>();
-            live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.paddedSequence()));
+            live.forEach(r -> s.add(r.task().file().location() + "@" + r.position() + "#" + r.sequence()));
             out.put(key, s);
         });
         return out;

@@ -59,7 +59,7 @@ class CarriedPositionsTest {
 
     private static List<LiveRow> rows(List<Long> positions) {
         List<LiveRow> rows = new ArrayList<>();
-        positions.forEach(p -> rows.add(new LiveRow(null, p, "")));
+        positions.forEach(p -> rows.add(new LiveRow(null, p, java.math.BigInteger.ONE)));
         return rows;
     }
 
