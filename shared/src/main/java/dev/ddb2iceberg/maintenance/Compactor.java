@@ -7,13 +7,13 @@ import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
+import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.write.ParquetRowCopy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -531,13 +531,14 @@ public final class Compactor {
                     source.kept(i), table.schema().findField(keys.get(i)).type());
         }
         String seq = (String) ParquetRowCopy.icebergValue(source.kept(key.length), Types.StringType.get());
-        return new IndexEntries.Entry(IndexKeys.encode(List.of(key)), null, 0, new BigInteger(seq));
+        return new IndexEntries.Entry(IndexKeys.encode(List.of(key)), null, 0, SequenceNumbers.toBigInteger(seq));
     }
 
     /** A row's key and sequence number, for the key index; its new place is filled in once written. */
     private static IndexEntries.Entry movedRow(TableLayout layout, Record row) {
         return new IndexEntries.Entry(
-                IndexKeys.encode(layout.keyOf(row)), null, 0, new BigInteger((String) row.getField(TableLayout.SEQ)));
+                IndexKeys.encode(layout.keyOf(row)), null, 0, SequenceNumbers.toBigInteger((String)
+                        row.getField(TableLayout.SEQ)));
     }
 
     private static void closeAll(List<CloseableIterable<Record>> open) {
