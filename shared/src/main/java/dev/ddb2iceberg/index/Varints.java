@@ -9,13 +9,10 @@ import java.io.StreamCorruptedException;
 final class Varints {
     private Varints() {}
 
+    /** Writes {@code value} to {@code out} in one write (each of its writes takes a lock). */
     static void write(ByteArrayOutputStream out, long value) {
-        long v = value;
-        while ((v & ~0x7FL) != 0) {
-            out.write((int) ((v & 0x7F) | 0x80));
-            v >>>= 7;
-        }
-        out.write((int) v);
+        byte[] bytes = new byte[10]; // the most a 64-bit value takes; escape analysis keeps it off the heap
+        out.write(bytes, 0, write(bytes, 0, value));
     }
 
     /** Writes {@code value} into {@code out} at {@code at}; returns the position after it. */
