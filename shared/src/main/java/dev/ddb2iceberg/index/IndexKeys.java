@@ -21,96 +21,54 @@ public final class IndexKeys {
     private IndexKeys() {}
 
     /**
-     * The key's bytes. A merge encodes every key it looks up and every row it writes, on every core,
-     * so the common values (ASCII strings, numbers) are written straight into the result, sized
-     * first; any other string is encoded to UTF-8 on its own first, as {@link String#getBytes} does.
+     * The key's bytes. Each value's bytes are taken first and the result sized to fit, then filled
+     * in place: a merge encodes every key it looks up and every row it writes, on every core.
      */
     public static byte[] encode(List<Object> key) {
         int n = key.size();
-        byte[][] encoded = null; // the bytes of values not written straight in (made when first needed)
+        byte[] tags = new byte[n];
+        byte[][] values = new byte[n][];
         int size = 0;
         for (int k = 0; k < n; k++) {
             Object v = key.get(k);
-            int length;
-            if (v instanceof String s && isAscii(s)) {
-                length = s.length();
-            } else if (v instanceof Long || v instanceof Integer) {
-                length = Long.BYTES; // an int column holds the same numbers: encoded as the long it equals
+            if (v instanceof CharSequence s) {
+                tags[k] = STRING;
+                values[k] = s.toString().getBytes(StandardCharsets.UTF_8);
+            } else if (v instanceof Long l) {
+                tags[k] = LONG;
+                values[k] = ByteBuffer.allocate(8).putLong(l).array();
+            } else if (v instanceof Integer i) {
+                tags[k] = LONG;
+                values[k] = ByteBuffer.allocate(8).putLong(i).array(); // an int column holds the same numbers
+            } else if (v instanceof BigDecimal d) {
+                // The column's scale is fixed, so equal numbers have equal unscaled values and scales.
+                byte[] unscaled = d.unscaledValue().toByteArray();
+                tags[k] = DECIMAL;
+                values[k] = ByteBuffer.allocate(4 + unscaled.length)
+                        .putInt(d.scale())
+                        .put(unscaled)
+                        .array();
+            } else if (v instanceof ByteBuffer b) {
+                ByteBuffer copy = b.duplicate();
+                byte[] bytes = new byte[copy.remaining()];
+                copy.get(bytes);
+                tags[k] = BINARY;
+                values[k] = bytes;
             } else {
-                if (encoded == null) {
-                    encoded = new byte[n][];
-                }
-                encoded[k] = bytesOf(v);
-                length = encoded[k].length;
+                throw new IllegalArgumentException("a key value of type "
+                        + (v == null ? "null" : v.getClass().getName()) + " cannot be indexed");
             }
-            size += 1 + Varints.size(length) + length;
+            size += 1 + Varints.size(values[k].length) + values[k].length;
         }
         byte[] out = new byte[size];
         int at = 0;
         for (int k = 0; k < n; k++) {
-            Object v = key.get(k);
-            if (encoded != null && encoded[k] != null) {
-                out[at++] = tagOf(v);
-                at = Varints.write(out, at, encoded[k].length);
-                System.arraycopy(encoded[k], 0, out, at, encoded[k].length);
-                at += encoded[k].length;
-            } else if (v instanceof String s) {
-                out[at++] = STRING;
-                at = Varints.write(out, at, s.length());
-                for (int i = 0; i < s.length(); i++) {
-                    out[at++] = (byte) s.charAt(i); // ASCII: each char is its one UTF-8 byte
-                }
-            } else {
-                out[at++] = LONG;
-                at = Varints.write(out, at, Long.BYTES);
-                long l = ((Number) v).longValue();
-                for (int i = Long.BYTES - 1; i >= 0; i--) {
-                    out[at + i] = (byte) l; // big-endian
-                    l >>>= 8;
-                }
-                at += Long.BYTES;
-            }
+            out[at++] = tags[k];
+            at = Varints.write(out, at, values[k].length);
+            System.arraycopy(values[k], 0, out, at, values[k].length);
+            at += values[k].length;
         }
         return out;
-    }
-
-    private static boolean isAscii(String s) {
-        for (int i = 0; i < s.length(); i++) {
-            if (s.charAt(i) >= 0x80) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static byte tagOf(Object v) {
-        if (v instanceof CharSequence) {
-            return STRING;
-        } else if (v instanceof BigDecimal) {
-            return DECIMAL;
-        }
-        return BINARY;
-    }
-
-    /** The bytes of a value {@link #encode} does not write straight in: a string's UTF-8, a decimal, a binary value. */
-    private static byte[] bytesOf(Object v) {
-        if (v instanceof CharSequence s) {
-            return s.toString().getBytes(StandardCharsets.UTF_8);
-        } else if (v instanceof BigDecimal d) {
-            // The column's scale is fixed, so equal numbers have equal unscaled values and scales.
-            byte[] unscaled = d.unscaledValue().toByteArray();
-            return ByteBuffer.allocate(4 + unscaled.length)
-                    .putInt(d.scale())
-                    .put(unscaled)
-                    .array();
-        } else if (v instanceof ByteBuffer b) {
-            ByteBuffer copy = b.duplicate();
-            byte[] bytes = new byte[copy.remaining()];
-            copy.get(bytes);
-            return bytes;
-        }
-        throw new IllegalArgumentException(
-                "a key value of type " + (v == null ? "null" : v.getClass().getName()) + " cannot be indexed");
     }
 
     /** The index part a key belongs to: a stable hash of its bytes, so parts split the keys evenly. */
