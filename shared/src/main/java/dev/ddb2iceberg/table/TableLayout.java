@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -22,6 +23,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.UpdateSchema;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.Record;
+import org.apache.iceberg.types.Comparators;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
 
@@ -220,6 +222,26 @@ public final class TableLayout {
         return KeyOrder.of(rows, keyColumns);
     }
 
+    /** Keys ({@link #keyOf(Record)}) in key order: rows of different projections compared by key. */
+    @SuppressWarnings("unchecked")
+    public Comparator<List<Object>> keyListOrder() {
+        int n = keyColumns.size();
+        Comparator<Object>[] orders = new Comparator[n];
+        for (int k = 0; k < n; k++) {
+            orders[k] = (Comparator<Object>) (Comparator<?>) Comparators.forType(
+                    schema.findField(keyColumns.get(k)).type().asPrimitiveType());
+        }
+        return (a, b) -> {
+            for (int k = 0; k < n; k++) {
+                int c = orders[k].compare(a.get(k), b.get(k));
+                if (c != 0) {
+                    return c;
+                }
+            }
+            return 0;
+        };
+    }
+
     /**
      * A column to add: {@code parent} is null for a top-level column, else the dotted path of the
      * struct (or list of structs) that gets a new field.
@@ -268,17 +290,10 @@ public final class TableLayout {
      */
     public SchemaChanges schemaChanges(
             Iterable<Map<String, DdbValue>> items, Map<String, TypeMapping.Column> hints, IntSupplier ids) {
-        // The values of each attribute that can call for a change: every merge checks all its
-        // items, and most attributes (strings, booleans, long numbers) have a column that takes any
-        // value of theirs as it is, so only their names are noted.
         Map<String, List<DdbValue>> byAttribute = new LinkedHashMap<>();
-        Map<String, Boolean> valuesMatter = new HashMap<>();
         for (Map<String, DdbValue> item : items) {
-            item.forEach((name, v) -> {
-                if (valuesMatter.computeIfAbsent(name, this::valuesCanChangeSchema)) {
-                    byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v);
-                }
-            });
+            item.forEach((name, v) ->
+                    byAttribute.computeIfAbsent(name, n -> new ArrayList<>()).add(v));
         }
         List<Addition> added = new ArrayList<>();
         List<Promotion> widened = new ArrayList<>();
@@ -306,25 +321,6 @@ public final class TableLayout {
             }
         }
         return new SchemaChanges(added, widened);
-    }
-
-    /**
-     * Whether an attribute's values can call for a schema change: those of an attribute without a
-     * column (to type a new one), of a struct or list column (new fields), or of a number column a
-     * promotion could widen ({@link TypeMapping#promotionFor}). Not a key's: its column never changes.
-     */
-    private boolean valuesCanChangeSchema(String attribute) {
-        Types.NestedField existing = columnOf(attribute);
-        if (existing == null) {
-            return true;
-        }
-        if (keyDdbTypes.containsKey(attribute)) {
-            return false;
-        }
-        String shape = TypeMapping.shapeOf(existing);
-        return shape.equals("M")
-                || shape.startsWith("L<")
-                || (shape.equals("N") && TypeMapping.canWiden(existing.type()));
     }
 
     private void promotions(String path, Types.NestedField field, List<DdbValue> values, List<Promotion> out) {

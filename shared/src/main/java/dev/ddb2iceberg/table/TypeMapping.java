@@ -252,14 +252,6 @@ public final class TypeMapping {
      * Iceberg allows (int → long, float → double, a decimal's precision up to 38 at the same scale);
      * null when none is needed or none would help (the values then go to the overflow map).
      */
-    /** Whether {@link #promotionFor} can ever widen a column of this type (an int, a float, a decimal). */
-    public static boolean canWiden(Type current) {
-        return switch (current.typeId()) {
-            case INTEGER, FLOAT, DECIMAL -> true;
-            default -> false;
-        };
-    }
-
     public static Type.PrimitiveType promotionFor(Type current, List<DdbValue> values) {
         switch (current.typeId()) {
             case INTEGER: {
