@@ -59,21 +59,6 @@ public final class KeyOrder implements Comparator<Record> {
         return 0;
     }
 
-    /**
-     * Compares {@code a}, a row of this order's schema, with {@code b}, a row of {@code other}'s
-     * (the same key columns, at other positions): a file's rows known by their keys alone against
-     * whole rows.
-     */
-    public int compare(Record a, KeyOrder other, Record b) {
-        for (int k = 0; k < positions.length; k++) {
-            int c = orders[k].compare(a.get(positions[k], Object.class), b.get(other.positions[k], Object.class));
-            if (c != 0) {
-                return c;
-            }
-        }
-        return 0;
-    }
-
     /** Sorts {@code rows} (in place) with {@code order}: by prefix first when it is a key order. */
     public static void sort(List<Record> rows, Comparator<Record> order) {
         if (order instanceof KeyOrder keys) {

@@ -270,16 +270,13 @@ public final class MergeWriter {
             TableLayout layout,
             int task)
             throws IOException {
-        KeyOrder rowOrder = layout.keyOrder();
-        rowOrder.sort(rows);
-        // The moved files' rows are known by their keys, records of another schema: compared with
-        // the new rows column by column where each schema holds the key.
-        KeyOrder movedOrder = layout.keyOrder(MovedRows.projection(table.schema(), layout));
+        layout.keyOrder().sort(rows);
+        Comparator<List<Object>> keys = layout.keyListOrder();
         MessageType target = ParquetRowCopy.target(table.schema());
         // Heads of the sorted runs: the new rows (run -1) and each moved file's rows.
-        PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> a.order.compare(a.row, b.order, b.row));
+        PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> keys.compare(a.key, b.key));
         if (!rows.isEmpty()) {
-            heads.add(new Head(-1, rows, rowOrder));
+            heads.add(new Head(-1, 0, layout.keyOf(rows.get(0))));
         }
         ParquetRowCopy.Source[] sources = new ParquetRowCopy.Source[moved.size()];
         List<List<Record>> whole = new ArrayList<>();
@@ -291,7 +288,7 @@ public final class MergeWriter {
                 sources[m] = ParquetRowCopy.Source.open(move.file(), target);
                 whole.add(sources[m] == null ? rowsAt(move) : null);
                 if (move.size() > 0) {
-                    heads.add(new Head(m, move.keys(), movedOrder));
+                    heads.add(new Head(m, 0, layout.keyOf(move.keys().get(0))));
                 }
             }
             writer = new RollingDataWriter<>(
@@ -307,7 +304,8 @@ public final class MergeWriter {
             try (writer) {
                 while (!heads.isEmpty()) {
                     Head head = heads.poll();
-                    Record row = head.row;
+                    List<Record> run = head.run < 0 ? rows : moved.get(head.run).keys();
+                    Record row = run.get(head.next);
                     if (head.run < 0) {
                         writer.write(row);
                     } else if (sources[head.run] != null) {
@@ -317,8 +315,8 @@ public final class MergeWriter {
                         writer.write(whole.get(head.run).get(head.next));
                     }
                     order.add(row);
-                    if (head.advance()) {
-                        heads.add(head);
+                    if (head.next + 1 < run.size()) {
+                        heads.add(new Head(head.run, head.next + 1, layout.keyOf(run.get(head.next + 1))));
                     }
                 }
             }
@@ -332,33 +330,8 @@ public final class MergeWriter {
         return located(writer.result().dataFiles(), order);
     }
 
-    /**
-     * The next row of a sorted run (-1: the new rows; else a moved file's keys), moved along the run
-     * in place: a merge moves a row through its queue for every row it writes.
-     */
-    private static final class Head {
-        final int run;
-        final List<Record> rows;
-        final KeyOrder order;
-        int next;
-        Record row;
-
-        Head(int run, List<Record> rows, KeyOrder order) {
-            this.run = run;
-            this.rows = rows;
-            this.order = order;
-            this.row = rows.get(0);
-        }
-
-        /** Moves to the run's next row; false when the run is done. */
-        boolean advance() {
-            if (++next == rows.size()) {
-                return false;
-            }
-            row = rows.get(next);
-            return true;
-        }
-    }
+    /** The next row of a sorted run (-1: the new rows; else a moved file) and its key. */
+    private record Head(int run, int next, List<Object> key) {}
 
     /** The whole rows of a moved file at its keys' positions, in the same order, as records. */
     private List<Record> rowsAt(MovedRows move) {

@@ -144,34 +144,6 @@ class KeyOrderTest {
     }
 
     @Test
-    void rowsOfAnotherSchemaAreComparedByTheirOwnKeyPositions() {
-        Schema schema = schema(Types.StringType.get(), Types.LongType.get());
-        // A folded file's rows known by their keys: the key columns in another order, after another column.
-        Schema keysOnly = new Schema(
-                Types.NestedField.required(9, "_pos", Types.LongType.get()),
-                Types.NestedField.required(2, "sk", Types.LongType.get()),
-                Types.NestedField.required(1, "pk", Types.StringType.get()));
-        KeyOrder rowOrder = KeyOrder.of(schema, List.of("pk", "sk"));
-        KeyOrder keyOrder = KeyOrder.of(keysOnly, List.of("pk", "sk"));
-        List<Record> rows = rows(schema, 300, i -> "p" + RANDOM.nextInt(20), i -> (long) RANDOM.nextInt(5));
-        for (Record a : rows) {
-            Record b = rows.get(RANDOM.nextInt(rows.size()));
-            Record bKeys = GenericRecord.create(keysOnly);
-            bKeys.set(0, 7L);
-            bKeys.set(1, b.get(1));
-            bKeys.set(2, b.get(0));
-            assertEquals(
-                    Integer.signum(rowOrder.compare(a, b)),
-                    Integer.signum(rowOrder.compare(a, keyOrder, bKeys)),
-                    keyOf(a) + " against " + keyOf(b));
-            assertEquals(
-                    Integer.signum(rowOrder.compare(b, a)),
-                    Integer.signum(keyOrder.compare(bKeys, rowOrder, a)),
-                    keyOf(b) + " against " + keyOf(a));
-        }
-    }
-
-    @Test
     void aRowBeforeAnotherNeverHasAGreaterPrefix() {
         Schema schema = schema(Types.StringType.get(), Types.LongType.get());
         String alphabet = "09az\u00ff\u0800\uffff\ud83d\ude00";
