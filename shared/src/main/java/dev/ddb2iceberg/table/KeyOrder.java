@@ -16,7 +16,7 @@ import org.apache.iceberg.types.Types;
  *
  * <p>{@link #sort} is how a merge orders the rows it writes. Comparing two rows follows each row to
  * its record, its values array and its key values, scattered over the heap since the changes were
- * decoded: a cache miss or more per row per comparison, which made sorting a quarter of writing
+ * decoded: a cache miss or more per row per comparison, which made sorting an eighth of writing
  * the rows. So each row's first key column is first turned into a 64-bit prefix that orders as the
  * column does (a number exactly; a string by its first characters after those every row shares),
  * and the rows are sorted by prefix, the full comparison deciding only between equal prefixes.
