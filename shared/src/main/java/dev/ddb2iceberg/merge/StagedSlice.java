@@ -40,8 +40,14 @@ final class StagedSlice {
     /**
      * Reads the oldest pending objects until a bound is reached. Reads run {@code ioThreads} at a
      * time, in order, and no new read starts once the change bound is met: a backlog of a million
-     * changes costs a run the objects it takes (plus at most one window), not every object up to the
-     * byte bound, read and thrown away (which also held them all in memory at once).
+     * changes costs a run the objects it takes, not every object up to the byte bound, read and
+     * thrown away (which also held them all in memory at once).
+     *
+     * <p>Nor does a read start for an object the change bound will not take: once an object is
+     * decoded, its changes per byte tell how many changes the reads in flight will bring, and a read
+     * starts only while the next object is expected to fit. Before, a backlog's run read a whole
+     * window past the bound (at the defaults, 7 objects of 10,000 changes past the 10 it took),
+     * decoded them and threw them away, run after run.
      */
     static StagedSlice take(
             List<StagedObject> pending, StagingStore store, MergeOptions options, ExecutorService pool) {
@@ -59,9 +65,12 @@ final class StagedSlice {
         int submitted = 0;
         StagedSlice slice = new StagedSlice();
         long count = 0;
+        ReadAhead ahead = new ReadAhead(options.maxChanges());
         try {
             for (int i = 0; i < candidates.size(); i++) {
-                while (submitted < candidates.size() && submitted < i + window) {
+                while (submitted < candidates.size()
+                        && submitted < i + window
+                        && (submitted == i || ahead.fits(count, candidates.subList(i, submitted + 1)))) {
                     StagedObject next = candidates.get(submitted++);
                     reads.add(pool.submit(() -> store.read(next.name())));
                 }
@@ -70,6 +79,7 @@ final class StagedSlice {
                 if (changes == null) {
                     continue; // quarantined
                 }
+                ahead.learn(o.size(), changes.size());
                 if (!slice.objects.isEmpty() && count + changes.size() > options.maxChanges()) {
                     break;
                 }
@@ -84,6 +94,39 @@ final class StagedSlice {
             reads.forEach(r -> r.cancel(true)); // reads past the bound
         }
         return slice;
+    }
+
+    /**
+     * Whether one more read is worth starting: whether the next object is expected to fit the bound
+     * after the changes taken so far and those of the reads in flight (each object's bytes at the
+     * changes per byte of the objects decoded so far). Before the first object is decoded nothing is
+     * known, and the whole window is read ahead.
+     */
+    static final class ReadAhead {
+        private final long maxChanges;
+        private long bytesDecoded;
+        private long changesDecoded;
+
+        ReadAhead(long maxChanges) {
+            this.maxChanges = maxChanges;
+        }
+
+        void learn(long bytes, long changes) {
+            bytesDecoded += bytes;
+            changesDecoded += changes;
+        }
+
+        /** {@code objects}: the reads in flight, then the one to start. */
+        boolean fits(long changesTaken, List<StagedObject> objects) {
+            if (bytesDecoded == 0) {
+                return true;
+            }
+            long bytes = 0;
+            for (StagedObject o : objects) {
+                bytes += o.size();
+            }
+            return changesTaken + (double) bytes * changesDecoded / bytesDecoded <= maxChanges;
+        }
     }
 
     /** One object's changes, or null when it cannot be decoded (it is then quarantined and counted). */

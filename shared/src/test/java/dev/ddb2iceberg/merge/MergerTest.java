@@ -553,6 +553,32 @@ class MergerTest {
     }
 
     @Test
+    void aBacklogsRunStartsNoReadForAnObjectItsBoundWillNotTake() {
+        env.put("MAX_CHANGES_PER_RUN", "160");
+        env.put("IO_THREADS", "4");
+        configure();
+        KeyedWorkload w = new KeyedWorkload(16, 30);
+        for (int i = 0; i < 12; i++) {
+            stage(w.next(40));
+        }
+        // Counts the staged objects the run asks for: a rule that fails none of them.
+        server.faults().failFrom(FaultInjectingBlobStore.Operation.GET, 100, key -> key.startsWith("staging/"));
+        MergeResult r = merger().run();
+        int asked = server.faults().seen();
+        server.faults().clear();
+        assertEquals(4, r.objectsApplied(), "four objects of 40 changes meet the bound of 160");
+        assertEquals(
+                4,
+                asked,
+                "a run taking 4 objects of a backlog of 12 asked for " + asked + " (before, reads ran a window of 4"
+                        + " ahead of the object being decoded: 6 or 7 asked for, the extra decoded and thrown away)");
+        while (r.backlogObjects() > 0) {
+            r = merger().run();
+        }
+        assertTableEqualsModel();
+    }
+
+    @Test
     void newAttributesBecomeColumnsAndOddValuesAreKeptExactly() {
         KeyedWorkload w = new KeyedWorkload(13, 10);
         stage(List.of(w.upsert(1, Operation.INSERT)));
