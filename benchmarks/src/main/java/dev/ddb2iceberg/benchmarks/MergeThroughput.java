@@ -102,6 +102,14 @@ public final class MergeThroughput {
      */
     private static final long INDEX_BUILD_BYTES =
             Long.getLong("bench.indexBuildMb", MergeOptions.buildBytesFor(INDEX_CACHE_BYTES) >> 20) << 20;
+    /**
+     * {@code -Dbench.stageAhead=false}: stage each steady merge's changes just before it, as the
+     * benchmark did until 2026-12-05. By default all of them are staged before the first steady merge:
+     * a merger's container stages nothing, and staging 100,000 changes here (events built, decoded,
+     * encoded and sent to the embedded S3 server) left about 2.5 GB of garbage in the merger's heap
+     * each time, so the collector ran about once a merge, whenever the merge happened to be.
+     */
+    private static final boolean STAGE_AHEAD = Boolean.parseBoolean(System.getProperty("bench.stageAhead", "true"));
     /** {@code -Dbench.history=on}: the merger also keeps a change history (HISTORY_TABLE). */
     private static final boolean HISTORY = "on".equals(System.getProperty("bench.history", "off"));
     /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
@@ -341,11 +349,23 @@ public final class MergeThroughput {
             java.lang.management.ClassLoadingMXBean classes =
                     java.lang.management.ManagementFactory.getClassLoadingMXBean();
             double compilesWaited = 0;
+            List<Long> allocated = new ArrayList<>(); // bytes, by the merger's threads (not the S3 server's)
+            Map<String, Long> collections = new java.util.TreeMap<>(); // during the merges, by collector
+            if (STAGE_AHEAD) {
+                for (int m = 0; m < STEADY_MERGES; m++) {
+                    stage(stager, rows, changes, PRIME + changes * (m + 2), random);
+                }
+                System.gc(); // the staging's garbage is not the merges'
+            }
             for (int m = 0; m < STEADY_MERGES; m++) {
-                stage(stager, rows, changes, PRIME + changes * (m + 2), random);
+                if (!STAGE_AHEAD) {
+                    stage(stager, rows, changes, PRIME + changes * (m + 2), random);
+                }
                 // The JIT compiles what the staging just ran on its own threads: let it finish, so
                 // the merge's JIT figure is the merge's (a merger's container stages nothing).
                 compilesWaited += awaitIdleJit();
+                long a0 = mergerAllocatedBytes();
+                Map<String, Long> gcCount0 = collectionCounts();
                 long read0 = cache.bytesRead();
                 long disk0 = cache.diskBytesRead();
                 long c0 = processCpuNanos();
@@ -354,7 +374,8 @@ public final class MergeThroughput {
                 Map<Long, Long> gc0 = jvmThreadCpu(GC_THREADS);
                 boolean profiled = profile != null && profileSteady && m >= PROFILE_FROM;
                 if (profiled) { // the merges alone, not the staging between them
-                    profiler(m == PROFILE_FROM ? PROFILER_START : "resume");
+                    // "resume" alone would resume with the default event, not the one asked for
+                    profiler(m == PROFILE_FROM ? PROFILER_START : PROFILER_START.replaceFirst("start", "resume"));
                 }
                 long k0 = classes.getTotalLoadedClassCount();
                 long m0 = System.nanoTime();
@@ -367,6 +388,9 @@ public final class MergeThroughput {
                 ownCpu.add((processCpuNanos() - c0 - serverCpuNanosSince(s0)) / 1e9);
                 jitCpu.add(jvmThreadCpuSince(jit0, JIT_THREADS) / 1e9);
                 gcCpu.add(jvmThreadCpuSince(gc0, GC_THREADS) / 1e9);
+                allocated.add(mergerAllocatedBytes() - a0);
+                collectionCounts()
+                        .forEach((gc, n) -> collections.merge(gc, n - gcCount0.getOrDefault(gc, 0L), Long::sum));
                 indexBytes.add(cache.bytesRead() - read0);
                 diskBytes.add(cache.diskBytesRead() - disk0);
             }
@@ -398,6 +422,18 @@ public final class MergeThroughput {
                     changes / (meanCpu - meanJit),
                     compilesWaited);
             System.out.printf("  classes loaded during each merge: %s%n", classesLoaded);
+            double meanAllocated =
+                    allocated.stream().mapToLong(Long::longValue).average().orElse(0);
+            System.out.printf(
+                    "  allocated by the merger (the S3 server's left out): mean %,.0f MB a merge, %,.0f bytes a"
+                            + " change; collections during the %d merges: %s (%s)%n",
+                    meanAllocated / 1e6,
+                    meanAllocated / changes,
+                    STEADY_MERGES,
+                    collections,
+                    STAGE_AHEAD
+                            ? "all merges' changes staged before the first"
+                            : "each merge's changes staged just before it");
             // A day of merges is many hours of this: what grows between compactions (each merge's
             // delete files) shows as the rate falling from one third of the run to the next.
             if (STEADY_MERGES >= 30) {
@@ -510,6 +546,30 @@ public final class MergeThroughput {
             }
         }
         return cpu;
+    }
+
+    /**
+     * Bytes allocated so far by every thread but the embedded S3 server's (those alive now: the
+     * server's pool keeps its threads), ended threads included.
+     */
+    private static long mergerAllocatedBytes() {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long server = 0;
+        for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (t != null && t.getThreadName().startsWith("S3Proxy")) {
+                server += Math.max(0, threads.getThreadAllocatedBytes(t.getThreadId()));
+            }
+        }
+        return threads.getTotalThreadAllocatedBytes() - server;
+    }
+
+    /** How many collections each collector has run so far. */
+    private static Map<String, Long> collectionCounts() {
+        Map<String, Long> counts = new HashMap<>();
+        for (var gc : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+            counts.put(gc.getName(), gc.getCollectionCount());
+        }
+        return counts;
     }
 
     /** The server threads' CPU since {@code before} (a thread that ended meanwhile is not counted). */
