@@ -1,7 +1,5 @@
 package dev.ddb2iceberg.model;
 
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -28,7 +26,7 @@ public record Change(
         if (keys == null || keys.isEmpty()) {
             throw new IllegalArgumentException("a change needs its item's key attributes");
         }
-        keys = Collections.unmodifiableMap(new LinkedHashMap<>(keys));
+        keys = ItemMap.copyOf(keys); // as is when the caller built an item map for this change
         SequenceNumbers.check(sequenceNumber);
         if (operation.isUpsert() && newImage == null) {
             throw new IllegalArgumentException(operation + " change " + sequenceNumber + " has no new image");
@@ -36,7 +34,7 @@ public record Change(
         if (!operation.isUpsert() && newImage != null) {
             throw new IllegalArgumentException("REMOVE change " + sequenceNumber + " must not carry a new image");
         }
-        newImage = newImage == null ? null : Collections.unmodifiableMap(new LinkedHashMap<>(newImage));
+        newImage = newImage == null ? null : ItemMap.copyOf(newImage);
         if (ttlExpiry && operation != Operation.REMOVE) {
             throw new IllegalArgumentException("only a REMOVE can be a TTL expiry");
         }

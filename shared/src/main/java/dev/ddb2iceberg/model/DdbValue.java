@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -95,7 +94,7 @@ public sealed interface DdbValue {
     /** A map; attribute order is kept as received so a round trip is byte-for-byte stable. */
     record M(Map<String, DdbValue> fields) implements DdbValue {
         public M {
-            fields = Collections.unmodifiableMap(new LinkedHashMap<>(fields));
+            fields = ItemMap.copyOf(fields);
         }
 
         @Override

@@ -6,12 +6,12 @@ import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdException;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.ItemMap;
 import dev.ddb2iceberg.model.Operation;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -309,13 +309,17 @@ public final class StagedFormat {
             return s;
         }
 
-        Map<String, DdbValue> map() {
+        /** A map, built as the item map the change keeps (no copy). */
+        ItemMap map() {
             int n = varint();
-            Map<String, DdbValue> m = new LinkedHashMap<>(Math.max(4, (int) (n / 0.75f) + 1));
+            if (n > buf.length - pos) {
+                throw new IllegalArgumentException("map of " + n + " attributes runs past the end");
+            }
+            ItemMap.Builder m = new ItemMap.Builder(n);
             for (int i = 0; i < n; i++) {
                 m.put(name(), value());
             }
-            return m;
+            return m.build();
         }
 
         /** A map's key (an attribute name): {@link #string}, the same String each time it recurs. */
