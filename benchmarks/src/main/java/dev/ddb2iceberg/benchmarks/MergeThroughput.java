@@ -351,6 +351,8 @@ public final class MergeThroughput {
             double compilesWaited = 0;
             List<Long> allocated = new ArrayList<>(); // bytes, by the merger's threads (not the S3 server's)
             Map<String, Long> collections = new java.util.TreeMap<>(); // during the merges, by collector
+            // Each merge takes one staging's changes, as when they were staged just before it.
+            MergeOptions steadyOptions = options.withMaxChanges(Math.min(MAX_PER_RUN, changes));
             if (STAGE_AHEAD) {
                 for (int m = 0; m < STEADY_MERGES; m++) {
                     stage(stager, rows, changes, PRIME + changes * (m + 2), random);
@@ -379,7 +381,7 @@ public final class MergeThroughput {
                 }
                 long k0 = classes.getTotalLoadedClassCount();
                 long m0 = System.nanoTime();
-                new Merger(catalog, tableSettings, store, options).run();
+                new Merger(catalog, tableSettings, store, steadyOptions).run();
                 if (profiled) {
                     profiler("stop");
                 }
