@@ -32,6 +32,10 @@ import org.apache.iceberg.io.OutputFile;
 final class IndexFile {
     private static final int MAGIC = 0xDD81_0001;
     private static final int END = 0xDD81_FFFF;
+    /** Entries are gathered in chunks of this size before they go to the compressor. */
+    private static final int CHUNK_BYTES = 1 << 16;
+    /** The most bytes {@link Varints#write} takes for a 64-bit value. */
+    private static final int MAX_VARINT_BYTES = 10;
 
     private IndexFile() {}
 
@@ -42,26 +46,42 @@ final class IndexFile {
         try (CountingOutputStream counted = new CountingOutputStream(file.createOrOverwrite());
                 ZstdOutputStreamNoFinalizer zstd = new ZstdOutputStreamNoFinalizer(counted, LEVEL).setChecksum(true)) {
             raw = counted;
-            ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 16);
-            writeInt(buf, MAGIC);
-            Varints.write(buf, entries.size());
-            writeFileTable(buf, entries.files());
+            ByteArrayOutputStream head = new ByteArrayOutputStream();
+            writeInt(head, MAGIC);
+            Varints.write(head, entries.size());
+            writeFileTable(head, entries.files());
+            head.writeTo(zstd);
+            // The entries straight from the packed arrays into a chunk: a delta of a merge is about
+            // 180,000 entries, and copying each key and sequence out first, and writing each number
+            // through a stream, made six small arrays an entry.
+            byte[] keys = entries.keyData();
+            byte[] sequences = entries.sequenceData();
+            byte[] chunk = new byte[CHUNK_BYTES];
+            int at = 0;
             for (int i = 0; i < entries.size(); i++) {
-                byte[] key = entries.key(i);
-                Varints.write(buf, key.length);
-                buf.writeBytes(key);
-                Varints.write(buf, entries.fileRef(i) + 1L); // 0: tombstone
-                Varints.write(buf, entries.position(i));
-                byte[] seq = entries.sequence(i);
-                Varints.write(buf, seq.length);
-                buf.writeBytes(seq);
-                if (buf.size() > (1 << 16)) {
-                    buf.writeTo(zstd);
-                    buf.reset();
+                int keyLength = entries.keyLength(i);
+                int sequenceLength = entries.sequenceLength(i);
+                int most = 4 * MAX_VARINT_BYTES + keyLength + sequenceLength;
+                if (at + most > chunk.length) {
+                    zstd.write(chunk, 0, at);
+                    at = 0;
+                    if (most > chunk.length) {
+                        chunk = new byte[most]; // a key longer than a chunk
+                    }
                 }
+                at = Varints.write(chunk, at, keyLength);
+                System.arraycopy(keys, entries.keyFrom(i), chunk, at, keyLength);
+                at += keyLength;
+                at = Varints.write(chunk, at, entries.fileRef(i) + 1L); // 0: tombstone
+                at = Varints.write(chunk, at, entries.position(i));
+                at = Varints.write(chunk, at, sequenceLength);
+                System.arraycopy(sequences, entries.sequenceFrom(i), chunk, at, sequenceLength);
+                at += sequenceLength;
             }
-            writeInt(buf, END);
-            buf.writeTo(zstd);
+            zstd.write(chunk, 0, at);
+            ByteArrayOutputStream tail = new ByteArrayOutputStream(4);
+            writeInt(tail, END);
+            tail.writeTo(zstd);
         } catch (IOException e) {
             throw new UncheckedIOException("could not write key index file " + location, e);
         }

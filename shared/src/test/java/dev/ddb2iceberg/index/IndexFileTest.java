@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.index;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -10,6 +11,7 @@ import java.io.OutputStream;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.zip.GZIPInputStream;
@@ -73,6 +75,22 @@ class IndexFileTest {
         long size = IndexFile.write(io, "mem://index/delta.bin", written);
         assertEquals(bytesOf("mem://index/delta.bin").length, size, "the size write returns is the stored size");
         assertSameEntries(written, IndexFile.read(io, "mem://index/delta.bin"));
+    }
+
+    @Test
+    void anEntryLargerThanTheWritersChunkReadsBack() throws IOException {
+        IndexEntries.Builder b = new IndexEntries.Builder();
+        byte[] sequence = BigInteger.valueOf(42).toByteArray();
+        b.add("a-short-key".getBytes(StandardCharsets.UTF_8), "s3://bucket/data/f.parquet", 1, sequence);
+        byte[] huge = new byte[100_000]; // past the 64 KB the writer gathers entries in
+        Arrays.fill(huge, (byte) 'k');
+        b.add(huge, "s3://bucket/data/f.parquet", 2, sequence);
+        b.add("z-short-key".getBytes(StandardCharsets.UTF_8), null, 0, sequence);
+        IndexEntries written = b.build();
+        IndexFile.write(io, "mem://index/huge.bin", written);
+        IndexEntries read = IndexFile.read(io, "mem://index/huge.bin");
+        assertSameEntries(written, read);
+        assertArrayEquals(huge, read.entry(1).key(), "the long key, byte for byte");
     }
 
     @Test
