@@ -544,12 +544,22 @@ public final class MergeThroughput {
     private static Map<Long, Long> serverThreadCpu() {
         java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
         Map<Long, Long> cpu = new HashMap<>();
-        for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
-            if (t != null && t.getThreadName().startsWith("S3Proxy")) {
-                cpu.put(t.getThreadId(), threads.getThreadCpuTime(t.getThreadId()));
-            }
+        for (long id : serverThreadIds()) {
+            cpu.put(id, threads.getThreadCpuTime(id));
         }
         return cpu;
+    }
+
+    /** The embedded S3 server's threads alive now (S3Proxy's Jetty pool). */
+    private static List<Long> serverThreadIds() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        List<Long> ids = new ArrayList<>();
+        for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (t != null && t.getThreadName().startsWith("S3Proxy")) {
+                ids.add(t.getThreadId());
+            }
+        }
+        return ids;
     }
 
     /**
@@ -559,10 +569,8 @@ public final class MergeThroughput {
     private static long mergerAllocatedBytes() {
         var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         long server = 0;
-        for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
-            if (t != null && t.getThreadName().startsWith("S3Proxy")) {
-                server += Math.max(0, threads.getThreadAllocatedBytes(t.getThreadId()));
-            }
+        for (long id : serverThreadIds()) {
+            server += Math.max(0, threads.getThreadAllocatedBytes(id)); // -1: the thread ended meanwhile
         }
         return threads.getTotalThreadAllocatedBytes() - server;
     }

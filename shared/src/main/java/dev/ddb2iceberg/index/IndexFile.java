@@ -79,9 +79,9 @@ final class IndexFile {
                 at += sequenceLength;
             }
             zstd.write(chunk, 0, at);
-            ByteArrayOutputStream tail = new ByteArrayOutputStream(4);
-            writeInt(tail, END);
-            tail.writeTo(zstd);
+            head.reset();
+            writeInt(head, END);
+            head.writeTo(zstd);
         } catch (IOException e) {
             throw new UncheckedIOException("could not write key index file " + location, e);
         }
