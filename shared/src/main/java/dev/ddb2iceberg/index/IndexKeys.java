@@ -21,39 +21,33 @@ public final class IndexKeys {
     private IndexKeys() {}
 
     /**
-     * The key's bytes. Each value's bytes are taken first and the result sized to fit, then filled
-     * in place: a merge encodes every key it looks up and every row it writes, on every core.
+     * The key's bytes, in one array sized first: a merge encodes every key it looks up and every
+     * row it writes, on every core, so a number is written in place (no buffer of its own) and a
+     * string's UTF-8 bytes are made once and copied once.
      */
     public static byte[] encode(List<Object> key) {
         int n = key.size();
-        byte[] tags = new byte[n];
-        byte[][] values = new byte[n][];
+        byte[][] values = new byte[n][]; // the bytes of each value that is not a number (null for a number)
         int size = 0;
         for (int k = 0; k < n; k++) {
             Object v = key.get(k);
+            if (v instanceof Long || v instanceof Integer) {
+                size += 2 + Long.BYTES; // tag, length 8, the number
+                continue;
+            }
             if (v instanceof CharSequence s) {
-                tags[k] = STRING;
                 values[k] = s.toString().getBytes(StandardCharsets.UTF_8);
-            } else if (v instanceof Long l) {
-                tags[k] = LONG;
-                values[k] = ByteBuffer.allocate(8).putLong(l).array();
-            } else if (v instanceof Integer i) {
-                tags[k] = LONG;
-                values[k] = ByteBuffer.allocate(8).putLong(i).array(); // an int column holds the same numbers
             } else if (v instanceof BigDecimal d) {
                 // The column's scale is fixed, so equal numbers have equal unscaled values and scales.
                 byte[] unscaled = d.unscaledValue().toByteArray();
-                tags[k] = DECIMAL;
                 values[k] = ByteBuffer.allocate(4 + unscaled.length)
                         .putInt(d.scale())
                         .put(unscaled)
                         .array();
             } else if (v instanceof ByteBuffer b) {
                 ByteBuffer copy = b.duplicate();
-                byte[] bytes = new byte[copy.remaining()];
-                copy.get(bytes);
-                tags[k] = BINARY;
-                values[k] = bytes;
+                values[k] = new byte[copy.remaining()];
+                copy.get(values[k]);
             } else {
                 throw new IllegalArgumentException("a key value of type "
                         + (v == null ? "null" : v.getClass().getName()) + " cannot be indexed");
@@ -63,7 +57,18 @@ public final class IndexKeys {
         byte[] out = new byte[size];
         int at = 0;
         for (int k = 0; k < n; k++) {
-            out[at++] = tags[k];
+            Object v = key.get(k);
+            if (values[k] == null) {
+                // An int column holds the same numbers as a long one, so both encode as a long.
+                long number = v instanceof Long l ? l : (Integer) v;
+                out[at++] = LONG;
+                out[at++] = Long.BYTES;
+                for (int shift = 56; shift >= 0; shift -= 8) {
+                    out[at++] = (byte) (number >>> shift);
+                }
+                continue;
+            }
+            out[at++] = v instanceof CharSequence ? STRING : v instanceof BigDecimal ? DECIMAL : BINARY;
             at = Varints.write(out, at, values[k].length);
             System.arraycopy(values[k], 0, out, at, values[k].length);
             at += values[k].length;

@@ -13,7 +13,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -288,59 +287,92 @@ public final class KeyIndex {
                 },
                 "looking keys up in the key index's deltas");
         IndexEntries.Entry[] found = new IndexEntries.Entry[keys.size()];
-        Map<Integer, List<Integer>> inParts = new TreeMap<>(); // positions of keys no delta decides, by part
+        // The positions of the keys no delta decides, grouped by part: a counting sort into one array.
+        int[] partOf = new int[found.length];
+        int[] partStart = new int[parts + 1];
         for (int i = 0; i < found.length; i++) {
             IndexEntries.Entry e = inDeltas.get(i);
+            partOf[i] = -1;
             if (e == null) {
-                inParts.computeIfAbsent(IndexKeys.part(keys.get(i), parts), x -> new ArrayList<>())
-                        .add(i);
+                partOf[i] = IndexKeys.part(keys.get(i), parts);
+                partStart[partOf[i] + 1]++;
             } else if (!e.isTombstone()) {
                 found[i] = e;
             }
         }
+        for (int p = 0; p < parts; p++) {
+            partStart[p + 1] += partStart[p];
+        }
+        int[] next = Arrays.copyOf(partStart, parts);
+        Integer[] byPart = new Integer[partStart[parts]];
+        for (int i = 0; i < found.length; i++) {
+            if (partOf[i] >= 0) {
+                byPart[next[partOf[i]]++] = i;
+            }
+        }
         // The footers first (cached in a warm merger), then each block with the keys it can hold.
         Map<Integer, Future<PartFile.Footer>> footers = new HashMap<>();
-        for (int p : inParts.keySet()) {
+        List<Integer> partsToRead = new ArrayList<>();
+        for (int p = 0; p < parts; p++) {
             IndexManifest.Part part = manifest.base().get(p);
-            if (part.path() != null) {
+            if (partStart[p + 1] > partStart[p] && part.path() != null) { // else no key, or an empty part
                 footers.put(p, PartReads.BLOCK_READS.submit(() -> reads.footer(part)));
+                partsToRead.add(p);
             }
         }
-        List<Future<?>> blockReads = new ArrayList<>();
-        for (Map.Entry<Integer, List<Integer>> inPart : inParts.entrySet()) {
-            Future<PartFile.Footer> pending = footers.get(inPart.getKey());
-            if (pending == null) {
-                continue; // an empty part
-            }
-            PartFile.Footer footer = Futures.join(pending, "reading the key index");
-            TreeMap<Integer, List<Integer>> byBlock = new TreeMap<>();
-            for (int i : inPart.getValue()) {
-                int block = footer.blockOf(keys.get(i));
-                if (block >= 0) {
-                    byBlock.computeIfAbsent(block, b -> new ArrayList<>()).add(i);
-                }
-            }
-            for (Map.Entry<Integer, List<Integer>> inBlock : byBlock.entrySet()) {
-                List<Integer> at = new ArrayList<>(inBlock.getValue());
-                at.sort((a, b) -> Arrays.compareUnsigned(keys.get(a), keys.get(b)));
-                List<byte[]> sorted = new ArrayList<>(at.size());
-                at.forEach(i -> sorted.add(keys.get(i)));
-                int block = inBlock.getKey();
-                // Each read fills its own keys' positions; the entries come back in key order, a
-                // subsequence of the sorted keys.
-                blockReads.add(PartReads.BLOCK_READS.submit(() -> {
-                    int k = 0;
-                    for (IndexEntries.Entry e : reads.find(footer, block, sorted)) {
-                        while (!Arrays.equals(sorted.get(k), e.key())) {
-                            k++;
+        // Each part's keys in key order, on the merge's cores: blocks hold ranges of keys, so the
+        // keys of one block come one after another, and each block's read gets its keys sorted.
+        List<List<Future<?>>> reading = Slices.map(
+                partsToRead,
+                pool,
+                p -> {
+                    PartFile.Footer footer = Futures.join(footers.get(p), "reading the key index");
+                    Arrays.sort(
+                            byPart,
+                            partStart[p],
+                            partStart[p + 1],
+                            (a, b) -> Arrays.compareUnsigned(keys.get(a), keys.get(b)));
+                    List<Future<?>> started = new ArrayList<>();
+                    for (int from = partStart[p]; from < partStart[p + 1]; ) {
+                        int block = footer.blockOf(keys.get(byPart[from]));
+                        int to = from + 1;
+                        while (to < partStart[p + 1] && footer.blockOf(keys.get(byPart[to])) == block) {
+                            to++;
                         }
-                        found[at.get(k++)] = e;
+                        if (block >= 0) {
+                            started.add(readBlock(footer, block, keys, Arrays.copyOfRange(byPart, from, to), found));
+                        }
+                        from = to;
                     }
-                }));
-            }
-        }
+                    return started;
+                },
+                "finding the key index blocks of the keys");
+        List<Future<?>> blockReads = new ArrayList<>();
+        reading.forEach(blockReads::addAll);
         blockReads.forEach(read -> Futures.join(read, "reading the key index"));
         return found;
+    }
+
+    /**
+     * Starts the read of one block for the keys at positions {@code at} (in key order, all falling
+     * in the block); each hit fills its key's place in {@code found}. The entries come back in key
+     * order, a subsequence of the keys.
+     */
+    private Future<?> readBlock(
+            PartFile.Footer footer, int block, List<byte[]> keys, Integer[] at, IndexEntries.Entry[] found) {
+        List<byte[]> sorted = new ArrayList<>(at.length);
+        for (int i : at) {
+            sorted.add(keys.get(i));
+        }
+        return PartReads.BLOCK_READS.submit(() -> {
+            int k = 0;
+            for (IndexEntries.Entry e : reads.find(footer, block, sorted)) {
+                while (!Arrays.equals(sorted.get(k), e.key())) {
+                    k++;
+                }
+                found[at[k++]] = e;
+            }
+        });
     }
 
     /** Every delta, oldest first, read in parallel (a new container reads up to about 64 small files). */
