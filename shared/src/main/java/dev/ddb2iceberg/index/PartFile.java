@@ -26,7 +26,12 @@ import java.util.zip.CRC32;
  *
  * <p>Layout: blocks, then a footer, then a 12-byte tail. A block is about {@link #BLOCK_BYTES} of
  * sorted entries (each key stored as the length it shares with the previous key and the rest),
- * compressed on its own (zstd). The footer (compressed too) holds the entry count, the data file table the
+ * then its restart table, compressed on its own (zstd). Every {@link #RESTART_INTERVAL}th entry
+ * of a block (its first among them) is a restart: its key is stored whole, and the restart table
+ * (a 4-byte offset per restart, at the block's end) says where each starts, so a lookup finds
+ * the restart at or below its key by binary search and decodes at most that many entries, not
+ * half the block. Parts written before restarts (footer magic {@code 0xDD820002}) have none, and
+ * are scanned from each block's start. The footer (compressed too) holds the entry count, the data file table the
  * entries point into, and per block its first key, compressed and raw length, entry count and
  * CRC-32. The tail is the footer's length, its CRC-32 and a marker. Every block and the footer are
  * checked against their CRC, and entry counts and key order are checked as they are decoded, so a
@@ -96,7 +101,17 @@ final class PartFile {
         }
     }
 
-    private static final int FOOTER_MAGIC = 0xDD82_0002;
+    /** The footer magic of parts whose blocks end with a restart table. */
+    private static final int FOOTER_MAGIC = 0xDD82_0003;
+    /** The footer magic of parts written before restart tables (still read: their blocks are scanned). */
+    private static final int FOOTER_MAGIC_NO_RESTARTS = 0xDD82_0002;
+
+    /**
+     * Entries per restart: a lookup decodes at most this many entries after its binary search over
+     * the restarts (about 20 in a block of 8 KB, each taking 4 bytes and its key's shared prefix).
+     */
+    static final int RESTART_INTERVAL = 16;
+
     private static final int TAIL_MAGIC = 0xDD82_FFFF;
 
     private PartFile() {}
@@ -271,6 +286,7 @@ final class PartFile {
         private byte[] firstKey;
         private byte[] firstKeyWritten; // this writer's first key (a joined range must follow the one before)
         private int inBlock;
+        private int[] restarts = new int[64]; // where each restart of the block being filled starts
         private int blocks;
         private long entries;
 
@@ -327,6 +343,13 @@ final class PartFile {
                 if (entries == 0) {
                     firstKeyWritten = firstKey;
                 }
+            }
+            if (inBlock % RESTART_INTERVAL == 0) { // a restart: its key whole
+                int r = inBlock / RESTART_INTERVAL;
+                if (r == restarts.length) {
+                    restarts = Arrays.copyOf(restarts, r * 2);
+                }
+                restarts[r] = rawLength;
             } else {
                 shared = Arrays.mismatch(previous, 0, previousLength, key, keyFrom, keyFrom + keyLength);
                 shared = shared < 0 ? keyLength : Math.min(shared, Math.min(previousLength, keyLength));
@@ -377,6 +400,12 @@ final class PartFile {
         }
 
         private void endBlock() {
+            int restartCount = (inBlock + RESTART_INTERVAL - 1) / RESTART_INTERVAL;
+            ensure(4 * restartCount);
+            for (int r = 0; r < restartCount; r++) {
+                writeInt(raw, rawLength, restarts[r]);
+                rawLength += 4;
+            }
             if (compressed.length < ZstdCompression.bound(rawLength)) {
                 compressed = new byte[ZstdCompression.bound(rawLength)];
             }
@@ -501,7 +530,7 @@ final class PartFile {
         /** Moves to the next entry; false after the last. */
         boolean next() {
             while (left == 0) {
-                if (in != null && in.position() != footer.rawLengths[block]) {
+                if (in != null && in.position() != footer.entriesEnd(block)) {
                     throw in.damaged("block " + block + " does not end where its entry count says");
                 }
                 if (++block >= toBlock) {
@@ -584,6 +613,9 @@ final class PartFile {
         final String location;
         final long length;
         final long entries;
+        /** Whether each block ends with a restart table (parts written before them do not). */
+        final boolean restarts;
+
         final String[] files;
         private final byte[] firstKeys;
         private final int[] firstKeyEnds;
@@ -597,6 +629,7 @@ final class PartFile {
                 String location,
                 long length,
                 long entries,
+                boolean restarts,
                 String[] files,
                 byte[] firstKeys,
                 int[] firstKeyEnds,
@@ -608,6 +641,7 @@ final class PartFile {
             this.location = location;
             this.length = length;
             this.entries = entries;
+            this.restarts = restarts;
             this.files = files;
             this.firstKeys = firstKeys;
             this.firstKeyEnds = firstKeyEnds;
@@ -620,6 +654,16 @@ final class PartFile {
 
         int blocks() {
             return offsets.length;
+        }
+
+        /** How many restarts a block has: 0 in a part written before restarts. */
+        int restarts(int block) {
+            return restarts ? restartCount(counts[block]) : 0;
+        }
+
+        /** Where a block's entries end in its decompressed bytes: its restart table follows. */
+        int entriesEnd(int block) {
+            return rawLengths[block] - 4 * restarts(block);
         }
 
         long offset(int block) {
@@ -684,7 +728,8 @@ final class PartFile {
         }
         byte[] raw = decompress(location, "footer", tail, at, footerLength, -1);
         Reader in = new Reader(location, raw, 0);
-        if (in.int32() != FOOTER_MAGIC) {
+        int magic = in.int32();
+        if (magic != FOOTER_MAGIC && magic != FOOTER_MAGIC_NO_RESTARTS) {
             throw new DamagedIndexException(location + " is not a key index part");
         }
         long entries = in.varint();
@@ -720,10 +765,17 @@ final class PartFile {
                 || Arrays.stream(lengths).anyMatch(l -> l <= 0)) {
             throw new DamagedIndexException(location + " has a footer that does not match its blocks");
         }
+        boolean restarts = magic == FOOTER_MAGIC;
+        for (int b = 0; b < blocks && restarts; b++) {
+            if (rawLengths[b] < 4L * restartCount(counts[b])) {
+                throw new DamagedIndexException(location + " has a footer that does not match its blocks");
+            }
+        }
         return new Footer(
                 location,
                 length,
                 entries,
+                restarts,
                 files,
                 keys.toByteArray(),
                 keyEnds,
@@ -795,32 +847,60 @@ final class PartFile {
         return scan(footer, block, raw, raw.length, keys);
     }
 
-    /** The entries of {@code keys} (sorted, unsigned) in a block's first {@code rawLength} decompressed bytes. */
+    /**
+     * The entries of {@code keys} (sorted, unsigned) in a block's first {@code rawLength}
+     * decompressed bytes. Each key starts at the restart at or below it, when that is past where
+     * the scan has got to; a part written before restarts is scanned from the block's start.
+     */
     private static List<IndexEntries.Entry> scan(
             Footer footer, int block, byte[] raw, int rawLength, List<byte[]> keys) {
-        BlockEntries entries = new BlockEntries(footer, new Reader(footer.location, raw, 0, rawLength));
+        int end = footer.entriesEnd(block);
+        if (rawLength != footer.rawLengths[block] || end < 0) {
+            throw new DamagedIndexException(footer.location + " has a damaged block " + block + " (its length)");
+        }
+        Reader in = new Reader(footer.location, raw, 0, end);
+        BlockEntries entries = new BlockEntries(footer, in);
+        Restarts restarts = new Restarts(footer, block, raw, end);
+        int count = footer.counts[block];
         List<IndexEntries.Entry> found = new ArrayList<>();
-        // A scan, entry by entry, for each key in turn. Most entries are passed over without a
-        // compare: "below" is how many leading bytes the entry before shares with the key sought,
-        // known when that entry sorted below it (-1: not known). An entry that shares more than that
-        // with the entry before is below the key too; otherwise it is compared only from where it
-        // stops sharing with the entry before, since up to there it equals the key.
-        int k = 0;
+        int decoded = 0; // entries decoded so far
+        boolean current = false; // whether the last one decoded is still to be compared with the key sought
+        // Most entries are passed over without a compare: "below" is how many leading bytes the
+        // entry before shares with the key sought, known when that entry sorted below it (-1: not
+        // known). An entry that shares more than that with the entry before is below the key too;
+        // otherwise it is compared only from where it stops sharing with the entry before, since up
+        // to there it equals the key.
         int below = -1;
-        for (int i = 0; i < footer.counts[block] && k < keys.size(); i++) {
-            int shared = entries.next();
-            if (below >= 0 && shared > below) {
-                continue;
+        for (byte[] key : keys) {
+            int restart = restarts.atOrBelow(key, Math.max(0, decoded - 1) / RESTART_INTERVAL);
+            if (restart >= 0 && restart * RESTART_INTERVAL >= decoded) {
+                // Every entry before the restart sorts below its key, so below this key: skip them.
+                entries.restartAt(restarts.offset(restart));
+                decoded = restart * RESTART_INTERVAL;
+                current = false;
+                below = -1;
             }
-            int from = below >= 0 ? shared : 0;
-            below = -1;
-            while (k < keys.size()) {
-                byte[] key = keys.get(k);
+            int from = 0;
+            while (true) {
+                if (!current) {
+                    if (decoded == count) {
+                        return found; // past the block's last entry: neither this key nor any after is here
+                    }
+                    int shared = entries.next();
+                    decoded++;
+                    if (below >= 0 && shared > below) {
+                        continue;
+                    }
+                    from = below >= 0 ? shared : 0;
+                    below = -1;
+                    current = true;
+                }
                 int same = entries.sharedWith(key, from);
                 int c = entries.compareAt(key, same);
                 if (c < 0) {
                     below = same; // the next entry may follow it past the key
-                    break;
+                    current = false;
+                    continue;
                 }
                 if (c == 0) {
                     found.add(new IndexEntries.Entry(
@@ -828,14 +908,70 @@ final class PartFile {
                             footer.files[entries.ref],
                             entries.position,
                             new BigInteger(entries.sequence())));
-                    k++;
-                    break;
+                    current = false;
                 }
-                k++; // the entry is above the key: the key is not in this block
-                from = 0;
+                break; // found, or the entry is above the key (the key is not here; the entry is compared with the
+                // next)
             }
         }
         return found;
+    }
+
+    /**
+     * A block's restart table (none in a part written before restarts): where each restart starts
+     * and its key, which is stored whole. Offsets and keys are checked as they are read.
+     */
+    private static final class Restarts {
+        private final Footer footer;
+        private final int block;
+        private final byte[] raw;
+        private final int end; // where the entries end and the table starts
+        private final int count;
+        private final Reader probe;
+
+        Restarts(Footer footer, int block, byte[] raw, int end) {
+            this.footer = footer;
+            this.block = block;
+            this.raw = raw;
+            this.end = end;
+            this.count = footer.restarts(block);
+            this.probe = new Reader(footer.location, raw, 0, end);
+        }
+
+        int offset(int restart) {
+            int at = readInt(raw, end + 4 * restart);
+            if (at < 0 || at >= end) {
+                throw new DamagedIndexException(
+                        footer.location + " has a damaged block " + block + " (a restart outside its entries)");
+            }
+            return at;
+        }
+
+        /**
+         * The last restart, from {@code first} on, whose key is at or below {@code key}; -1 when
+         * there is none (or the block has no restarts).
+         */
+        int atOrBelow(byte[] key, int first) {
+            int lo = first;
+            int hi = count - 1;
+            int found = -1;
+            while (lo <= hi) {
+                int mid = (lo + hi) >>> 1;
+                probe.seek(offset(mid));
+                if (probe.varint() != 0) {
+                    throw probe.damaged("a restart whose key is not whole");
+                }
+                int length = probe.count(Integer.MAX_VALUE);
+                int at = probe.skip(length);
+                if (Arrays.compareUnsigned(raw, at, at + length, key, 0, key.length) <= 0) {
+                    found = mid;
+                    lo = mid + 1;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            return found;
+        }
     }
 
     /** Every entry of a whole part's bytes (a fold reads the part it rewrites), checked as it goes. */
@@ -865,6 +1001,12 @@ final class PartFile {
         BlockEntries(Footer footer, Reader in) {
             this.footer = footer;
             this.in = in;
+        }
+
+        /** Goes on from a restart (whose key is stored whole) at {@code offset} of the block. */
+        void restartAt(int offset) {
+            in.seek(offset);
+            keyLength = 0;
         }
 
         /** Decodes the next entry; returns how many leading bytes its key shares with the one before. */
@@ -991,6 +1133,18 @@ final class PartFile {
         out.write(v);
     }
 
+    /** The restarts of a block of {@code entries} entries: its first and every {@link #RESTART_INTERVAL}th after. */
+    private static int restartCount(int entries) {
+        return (entries + RESTART_INTERVAL - 1) / RESTART_INTERVAL;
+    }
+
+    private static void writeInt(byte[] b, int at, int v) {
+        b[at] = (byte) (v >>> 24);
+        b[at + 1] = (byte) (v >>> 16);
+        b[at + 2] = (byte) (v >>> 8);
+        b[at + 3] = (byte) v;
+    }
+
     private static int readInt(byte[] b, int at) {
         return ((b[at] & 0xFF) << 24) | ((b[at + 1] & 0xFF) << 16) | ((b[at + 2] & 0xFF) << 8) | (b[at + 3] & 0xFF);
     }
@@ -1017,6 +1171,13 @@ final class PartFile {
 
         int position() {
             return at;
+        }
+
+        void seek(int position) {
+            if (position < 0 || position > end) {
+                throw damaged("a position outside the block");
+            }
+            at = position;
         }
 
         long varint() {

@@ -195,6 +195,90 @@ class PartFileTest {
         }
     }
 
+    /**
+     * A lookup jumps to the restart at or below its key: keys at restarts, just before them and
+     * just after them (held or not), in one read of a block, are each found as themselves.
+     */
+    @Test
+    void keysAtAndAroundEachRestartAreFoundInOneRead() {
+        IndexEntries entries = entries(5_000, new Random(7));
+        byte[] file = PartFile.encode(entries);
+        PartFile.Footer footer = footerOf(file);
+        assertTrue(footer.restarts, "a part written now has restart tables");
+        int block = footer.blocks() / 2;
+        List<Integer> inBlock = new ArrayList<>();
+        for (int i = 0; i < entries.size(); i++) {
+            if (footer.blockOf(entries.key(i)) == block) {
+                inBlock.add(i);
+            }
+        }
+        assertTrue(
+                footer.restarts(block) >= 3,
+                "a block of " + inBlock.size() + " entries has several restarts: " + footer.restarts(block));
+        List<byte[]> sought = new ArrayList<>();
+        int held = 0;
+        for (int n = 0; n < inBlock.size(); n++) {
+            byte[] key = entries.key(inBlock.get(n));
+            int atRestart = n % PartFile.RESTART_INTERVAL;
+            if (atRestart == 0 || atRestart == PartFile.RESTART_INTERVAL - 1) {
+                sought.add(key);
+                held++;
+            }
+            if (atRestart == 0) {
+                sought.add(Arrays.copyOf(key, key.length + 1)); // never held, just after a restart's key
+            }
+        }
+        sought.sort(Arrays::compareUnsigned);
+        List<IndexEntries.Entry> found = PartFile.find(footer, block, file, (int) footer.offset(block), sought);
+        assertEquals(held, found.size(), "each held key once, none of the others");
+        for (IndexEntries.Entry e : found) {
+            assertEquals(describe(entries.find(e.key())), describe(e), "the entry found is the key's own");
+        }
+    }
+
+    /**
+     * A part written before blocks had restart tables (a file kept from then, 600 entries in blocks
+     * of about 1 KB: keys key-00000, key-00003, ... key-01797, sequence 1000 + i, position i,
+     * alternating between two data files) is read as it was, and a fold writes it anew with them.
+     */
+    @Test
+    void aPartWrittenBeforeRestartTablesIsReadAndFoldedIntoOneWithThem() throws Exception {
+        byte[] file;
+        try (var in = PartFileTest.class.getResourceAsStream("/index/part-without-restarts.bin")) {
+            file = in.readAllBytes();
+        }
+        PartFile.Footer footer = footerOf(file);
+        assertTrue(!footer.restarts && footer.blocks() > 3, "an old part of several blocks: " + footer.blocks());
+        List<byte[]> sought = new ArrayList<>();
+        for (int n = 0; n < 1_800; n++) {
+            sought.add(String.format("key-%05d", n).getBytes(StandardCharsets.UTF_8));
+        }
+        List<IndexEntries.Entry> found = lookUp(footer, file, sought);
+        assertEquals(600, found.size(), "every third key is held");
+        for (IndexEntries.Entry e : found) {
+            int i = Integer.parseInt(new String(e.key(), StandardCharsets.UTF_8).substring(4)) / 3;
+            assertEquals(
+                    "s3://bucket/data/" + (i % 2 == 0 ? "a" : "b") + ".parquet@" + i + "#" + (1000 + i),
+                    describe(e),
+                    "entry " + i);
+        }
+        IndexEntries old = PartFile.readAll(footer, file);
+        assertEquals(600, old.size(), "the whole part reads back");
+        IndexEntries.Builder change = new IndexEntries.Builder();
+        change.add("key-00001".getBytes(StandardCharsets.UTF_8), "s3://bucket/data/c.parquet", 7, new byte[] {9});
+        byte[] folded = PartFile.overlay(footer, file, change.build(), 1).finish();
+        PartFile.Footer newFooter = footerOf(folded);
+        assertTrue(newFooter.restarts, "the folded part has restart tables");
+        IndexEntries back = PartFile.readAll(newFooter, folded);
+        assertEquals(601, back.size(), "the old entries and the new one");
+        assertEquals("s3://bucket/data/c.parquet@7#9", describe(lookUp(newFooter, folded, List.of(
+                        "key-00001".getBytes(StandardCharsets.UTF_8)))
+                .get(0)));
+        for (int i = 0; i < old.size(); i++) {
+            assertEquals(describe(old.entry(i)), describe(back.find(old.key(i))), "entry " + i + " kept");
+        }
+    }
+
     @Test
     void aWholePartReadsBackEntryForEntry() {
         IndexEntries entries = entries(30_000, new Random(3));
