@@ -271,9 +271,10 @@ class PartFileTest {
         assertTrue(newFooter.restarts, "the folded part has restart tables");
         IndexEntries back = PartFile.readAll(newFooter, folded);
         assertEquals(601, back.size(), "the old entries and the new one");
-        assertEquals("s3://bucket/data/c.parquet@7#9", describe(lookUp(newFooter, folded, List.of(
-                        "key-00001".getBytes(StandardCharsets.UTF_8)))
-                .get(0)));
+        assertEquals(
+                "s3://bucket/data/c.parquet@7#9",
+                describe(lookUp(newFooter, folded, List.of("key-00001".getBytes(StandardCharsets.UTF_8)))
+                        .get(0)));
         for (int i = 0; i < old.size(); i++) {
             assertEquals(describe(old.entry(i)), describe(back.find(old.key(i))), "entry " + i + " kept");
         }
