@@ -162,7 +162,10 @@ public final class IndexEntries {
         return keyData.length + sequenceData.length + 25L * size() + fileBytes + 100;
     }
 
-    /** The entry of a key, or null when these entries do not mention it. */
+    /**
+     * The entry of a key, or null when these entries do not mention it. The entry holds {@code key}
+     * itself as its key (keys are never changed once made).
+     */
     public Entry find(byte[] key) {
         return find(key, hash(key));
     }
@@ -186,15 +189,19 @@ public final class IndexEntries {
             } else if (c > 0) {
                 hi = mid - 1;
             } else {
-                return entry(mid);
+                return entry(mid, key); // the key sought is this entry's: no copy of it
             }
         }
         return null;
     }
 
     public Entry entry(int i) {
-        return new Entry(
-                key(i), fileRefs[i] < 0 ? null : files[fileRefs[i]], positions[i], new BigInteger(sequence(i)));
+        return entry(i, key(i));
+    }
+
+    /** Entry {@code i}, given its key's bytes. */
+    private Entry entry(int i, byte[] key) {
+        return new Entry(key, fileRefs[i] < 0 ? null : files[fileRefs[i]], positions[i], new BigInteger(sequence(i)));
     }
 
     byte[] key(int i) {

@@ -268,24 +268,38 @@ public final class KeyIndex {
     public IndexEntries.Entry[] lookupEach(List<byte[]> keys, ExecutorService pool) {
         List<IndexEntries> deltas = loadDeltas();
         int parts = manifest.parts();
-        List<IndexEntries.Entry> inDeltas = Slices.map(
-                keys,
-                pool,
-                key -> {
-                    long absorbed =
-                            manifest.base().get(IndexKeys.part(key, parts)).absorbed();
-                    long hash = IndexEntries.hash(key);
-                    for (int d = deltas.size() - 1; d >= 0; d--) {
-                        if (manifest.deltas().get(d).generation() > absorbed) {
-                            IndexEntries.Entry e = deltas.get(d).find(key, hash);
-                            if (e != null) {
-                                return e;
+        // Each slice of the keys goes through the deltas one delta at a time, newest first: a delta's
+        // key filter (about a byte a key) then stays in the core's cache while every key of the
+        // slice probes it, where a key at a time through all deltas fetched a filter word from memory
+        // per delta (up to 64 of them).
+        List<IndexEntries.Entry> inDeltas = new ArrayList<>(keys.size());
+        Slices.perSlice(
+                        keys,
+                        pool,
+                        slice -> {
+                            int n = slice.size();
+                            long[] hashes = new long[n];
+                            long[] absorbed = new long[n];
+                            for (int i = 0; i < n; i++) {
+                                hashes[i] = IndexEntries.hash(slice.get(i));
+                                absorbed[i] = manifest.base()
+                                        .get(IndexKeys.part(slice.get(i), parts))
+                                        .absorbed();
                             }
-                        }
-                    }
-                    return null;
-                },
-                "looking keys up in the key index's deltas");
+                            IndexEntries.Entry[] newest = new IndexEntries.Entry[n];
+                            for (int d = deltas.size() - 1; d >= 0; d--) {
+                                long generation = manifest.deltas().get(d).generation();
+                                IndexEntries delta = deltas.get(d);
+                                for (int i = 0; i < n; i++) {
+                                    if (newest[i] == null && generation > absorbed[i]) {
+                                        newest[i] = delta.find(slice.get(i), hashes[i]);
+                                    }
+                                }
+                            }
+                            return Arrays.asList(newest);
+                        },
+                        "looking keys up in the key index's deltas")
+                .forEach(inDeltas::addAll);
         IndexEntries.Entry[] found = new IndexEntries.Entry[keys.size()];
         // The positions of the keys no delta decides, grouped by part: a counting sort into one array.
         int[] partOf = new int[found.length];
