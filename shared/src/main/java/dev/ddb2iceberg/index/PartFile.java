@@ -27,7 +27,7 @@ import java.util.zip.CRC32;
  * <p>Layout: blocks, then a footer, then a 12-byte tail. A block is about {@link #BLOCK_BYTES} of
  * sorted entries (each key stored as the length it shares with the previous key and the rest),
  * then its restart table, compressed on its own (zstd). Every {@link #RESTART_INTERVAL}th entry
- * of a block (its first among them) is a restart: its key is stored whole, and the restart table
+ * of a block, from its first, is a restart: its key is stored whole, and the restart table
  * (a 4-byte offset per restart, at the block's end) says where each starts, so a lookup finds
  * the restart at or below its key by binary search and decodes at most that many entries, not
  * half the block. Parts written before restarts (footer magic {@code 0xDD820002}) have none, and
@@ -827,7 +827,7 @@ final class PartFile {
         int rawLength = checkedSize(footer.location, what, footer.rawLengths[block]);
         byte[] raw = d.bufferFor(rawLength);
         decompress(d, footer.location, what, data, at, footer.lengths[block], rawLength, raw);
-        return scan(footer, block, raw, rawLength, keys);
+        return scan(footer, block, raw, keys);
     }
 
     /**
@@ -844,20 +844,16 @@ final class PartFile {
             throw new IllegalArgumentException(
                     raw.length + " bytes for block " + block + " of " + footer.rawLengths[block]);
         }
-        return scan(footer, block, raw, raw.length, keys);
+        return scan(footer, block, raw, keys);
     }
 
     /**
-     * The entries of {@code keys} (sorted, unsigned) in a block's first {@code rawLength}
-     * decompressed bytes. Each key starts at the restart at or below it, when that is past where
+     * The entries of {@code keys} (sorted, unsigned) in a block decompressed into the start of
+     * {@code raw} (which may be a longer, reused buffer). Each key starts at the restart at or below it, when that is past where
      * the scan has got to; a part written before restarts is scanned from the block's start.
      */
-    private static List<IndexEntries.Entry> scan(
-            Footer footer, int block, byte[] raw, int rawLength, List<byte[]> keys) {
-        int end = footer.entriesEnd(block);
-        if (rawLength != footer.rawLengths[block] || end < 0) {
-            throw new DamagedIndexException(footer.location + " has a damaged block " + block + " (its length)");
-        }
+    private static List<IndexEntries.Entry> scan(Footer footer, int block, byte[] raw, List<byte[]> keys) {
+        int end = footer.entriesEnd(block); // never negative: the footer's checks saw to that
         Reader in = new Reader(footer.location, raw, 0, end);
         BlockEntries entries = new BlockEntries(footer, in);
         Restarts restarts = new Restarts(footer, block, raw, end);
