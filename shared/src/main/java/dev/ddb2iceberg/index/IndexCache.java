@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.index;
 
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Function;
@@ -159,6 +160,68 @@ public final class IndexCache {
             Map.Entry<String, Held> eldest = it.next();
             bytes -= eldest.getValue().bytes();
             it.remove();
+        }
+    }
+
+    /**
+     * Drops what the cache holds of index files a newer index version no longer lists (a part its
+     * fold replaced, a delta every part absorbed), in memory and on disk. Index files never change,
+     * so nothing is lost that is still read: a merge whose commit lost a race and plans again on
+     * the older version reads them back. Left in, they would sit there until the budget pushed them
+     * out, filling the cache with blocks no lookup asks for (a 10M-row index replaces about 10 MB of
+     * blocks a merge), pushing live ones out first once it is full, and in a warm container
+     * making every full collection mark them.
+     */
+    void forget(Collection<String> locations) {
+        for (String location : locations) {
+            synchronized (this) {
+                drop(location);
+                Held footer = held.get("footer:" + location);
+                drop("footer:" + location);
+                if (footer != null) {
+                    int blocks = ((PartFile.Footer) footer.value()).blocks();
+                    for (int b = 0; b < blocks; b++) {
+                        drop(blockKey(location, b));
+                    }
+                } else {
+                    // Blocks outlived their footer (least recently used first out): look for them.
+                    String prefix = location + "#";
+                    held.entrySet().removeIf(e -> {
+                        boolean block = e.getKey().startsWith(prefix);
+                        if (block) {
+                            bytes -= e.getValue().bytes();
+                        }
+                        return block;
+                    });
+                }
+            }
+            if (disk != null) {
+                disk.remove(location);
+            }
+        }
+    }
+
+    /** Memory held for index file {@code location}: its entries, footer and blocks (for tests and diagnostics). */
+    public synchronized long heldBytes(String location) {
+        long sum = 0;
+        for (Map.Entry<String, Held> e : held.entrySet()) {
+            String key = e.getKey();
+            if (key.equals(location) || key.equals("footer:" + location) || key.startsWith(location + "#")) {
+                sum += e.getValue().bytes();
+            }
+        }
+        return sum;
+    }
+
+    /** Whether the disk cache behind this one holds {@code location}. */
+    public boolean onDisk(String location) {
+        return disk != null && disk.holds(location);
+    }
+
+    private void drop(String key) {
+        Held h = held.remove(key);
+        if (h != null) {
+            bytes -= h.bytes();
         }
     }
 

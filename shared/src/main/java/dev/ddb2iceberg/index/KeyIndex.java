@@ -11,8 +11,10 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -457,6 +459,9 @@ public final class KeyIndex {
                 base.stream().mapToLong(IndexManifest.Part::absorbed).min().orElse(generation);
         deltas.removeIf(d -> d.generation() <= absorbedByAll);
         IndexManifest next = IndexManifest.of(base, deltas, generation);
+        Set<String> superseded = new HashSet<>(manifest.files());
+        superseded.removeAll(next.files());
+        cache.forget(superseded);
         return finish(io, next, dir + id + "-manifest.json", written);
     }
 

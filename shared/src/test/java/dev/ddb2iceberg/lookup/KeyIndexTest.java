@@ -592,6 +592,55 @@ class KeyIndexTest {
         assertEquals(stored, second, "decompressed blocks, from the cache, answer as stored ones");
     }
 
+    @Test
+    void filesANewIndexVersionDropsLeaveTheCacheAndTheFilesItKeepsStay() {
+        KeyedWorkload w = new KeyedWorkload(32, 5_000);
+        stage(w.next(5_000));
+        merge();
+        KeyIndex table = KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0));
+        // A merger that wrote the parts holds them on disk, and in memory once it looked keys up.
+        IndexCache cache = new IndexCache(Long.MAX_VALUE, new DiskCache(dir.resolve("forget-cache"), 1L << 30));
+        KeyIndex.Build build = KeyIndex.newBuild(table(), table.manifest().parts(), cache);
+        for (int p = 0; p < table.manifest().parts(); p++) {
+            build.writePart(p, table.readPart(p));
+        }
+        KeyIndex index = build.finish();
+        index.lookup(encodedKeys(w, 5_000), pool);
+        IndexManifest before = index.manifest();
+        for (String file : before.files()) {
+            assertTrue(cache.heldBytes(file) > 0 && cache.onDisk(file), file + " is held in memory and on disk");
+        }
+
+        IndexEntries.Builder changes = new IndexEntries.Builder();
+        for (byte[] key : encodedKeys(w, 200)) {
+            changes.add(key, "s3://bucket/data/new.parquet", 7, new byte[] {1});
+        }
+        KeyIndex.Written next = index.withChanges(table(), changes.build(), pool);
+        IndexManifest after =
+                KeyIndex.open(table(), next.manifest(), new IndexCache(0)).manifest();
+
+        Set<String> dropped = new HashSet<>(before.files());
+        dropped.removeAll(after.files());
+        assertTrue(!dropped.isEmpty(), "the new version folds a part, replacing it: " + after.files());
+        for (String file : dropped) {
+            assertEquals(0, cache.heldBytes(file), "memory still held for " + file + ", which the new version dropped");
+            assertTrue(!cache.onDisk(file), "the disk cache still holds " + file + ", which the new version dropped");
+        }
+        Set<String> kept = new HashSet<>(before.files());
+        kept.retainAll(after.files());
+        assertTrue(!kept.isEmpty(), "the new version keeps most parts");
+        for (String file : kept) {
+            assertTrue(cache.heldBytes(file) > 0, "the cache let go of " + file + ", which the new version keeps");
+            assertTrue(cache.onDisk(file), "the disk cache let go of " + file + ", which the new version keeps");
+        }
+        List<byte[]> keys = encodedKeys(w, 300);
+        assertEquals(
+                described(KeyIndex.open(table(), next.manifest(), new IndexCache(0))
+                        .lookup(keys, pool)),
+                described(KeyIndex.open(table(), next.manifest(), cache).lookup(keys, pool)),
+                "lookups through the cache that let go answer as a fresh one does");
+    }
+
     /** The encoded keys of the workload's first {@code n} items, as a merge looks them up. */
     private List<byte[]> encodedKeys(KeyedWorkload w, int n) {
         TableLayout layout = TableLayout.of(table());
