@@ -9,6 +9,7 @@ import java.util.function.LongConsumer;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.roaringbitmap.RoaringBitmap;
+import org.roaringbitmap.RoaringBitmapWriter;
 
 /**
  * What a warm container remembers of the delete files it wrote or read: the row positions each
@@ -102,11 +103,13 @@ public final class DeletePositionsCache {
         if (positions.length > 0 && positions[positions.length - 1] > Integer.MAX_VALUE) {
             return null;
         }
-        RoaringBitmap bitmap = new RoaringBitmap();
+        // The writer fills one container at a time from ascending values, where add() looks each
+        // value's container up again: late in the hour a merge holds millions of positions.
+        RoaringBitmapWriter<RoaringBitmap> bitmap = RoaringBitmapWriter.writer().get();
         for (long p : positions) {
             bitmap.add((int) p);
         }
-        return bitmap;
+        return bitmap.get();
     }
 
     /** Lookups every file of which was held, and those that had to read from storage. */
