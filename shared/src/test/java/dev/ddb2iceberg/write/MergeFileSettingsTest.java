@@ -1,9 +1,24 @@
 package dev.ddb2iceberg.write;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.util.Map;
+import java.util.TreeMap;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.data.parquet.GenericParquetWriter;
+import org.apache.iceberg.inmemory.InMemoryOutputFile;
+import org.apache.iceberg.io.FileAppender;
+import org.apache.iceberg.parquet.Parquet;
+import org.apache.iceberg.types.Types;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -50,6 +65,44 @@ class MergeFileSettingsTest {
                         TableProperties.DELETE_PARQUET_COMPRESSION,
                         "zstd")),
                 "zstd deletes beside gzip data");
+    }
+
+    @Test
+    void aMergesFileKeepsAFewDistinctValuesInADictionaryAndWritesDistinctOnesPlain() throws IOException {
+        // A merge's file of a few thousand rows: a key column whose values are all distinct, and a
+        // status of three values. The budget must leave the key plain (no dictionary built whole
+        // and thrown away) and keep the status in a dictionary.
+        Schema schema = new Schema(
+                Types.NestedField.required(1, "id", Types.LongType.get()),
+                Types.NestedField.required(2, "status", Types.StringType.get()));
+        InMemoryOutputFile out = new InMemoryOutputFile();
+        try (FileAppender<Record> writer = Parquet.write(out)
+                .schema(schema)
+                .createWriterFunc(GenericParquetWriter::create)
+                .set(TableProperties.PARQUET_COMPRESSION, "zstd") // the pipeline's tables' codec
+                .setAll(MergeWriter.mergeFileSettings(Map.of(TableProperties.PARQUET_COMPRESSION, "zstd")))
+                .build()) {
+            String[] statuses = {"PLACED", "PAID", "SHIPPED"};
+            for (long id = 0; id < 5_000; id++) {
+                Record row = GenericRecord.create(schema);
+                row.setField("id", id * 7_919);
+                row.setField("status", statuses[(int) (id % 3)]);
+                writer.add(row);
+            }
+        }
+        Map<String, ColumnChunkMetaData> chunks = new TreeMap<>();
+        try (ParquetFileReader reader = ParquetFileReader.open(
+                ParquetRowCopy.parquetFile(out.toInputFile()),
+                ParquetReadOptions.builder().build())) {
+            for (ColumnChunkMetaData column :
+                    reader.getFooter().getBlocks().get(0).getColumns()) {
+                chunks.put(column.getPath().toDotString(), column);
+            }
+        }
+        assertFalse(chunks.get("id").hasDictionaryPage(), "distinct keys are written plain: " + chunks.get("id"));
+        assertTrue(
+                chunks.get("status").hasDictionaryPage(),
+                "three statuses keep their dictionary: " + chunks.get("status"));
     }
 
     @Test
