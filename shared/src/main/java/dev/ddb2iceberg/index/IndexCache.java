@@ -175,7 +175,9 @@ public final class IndexCache {
     void forget(Collection<String> locations) {
         for (String location : locations) {
             synchronized (this) {
-                drop(location);
+                if (drop(location)) {
+                    continue; // a file held whole (a delta): it has no footer or blocks, nor a copy on disk
+                }
                 Held footer = held.get("footer:" + location);
                 drop("footer:" + location);
                 if (footer != null) {
@@ -218,11 +220,13 @@ public final class IndexCache {
         return disk != null && disk.holds(location);
     }
 
-    private void drop(String key) {
+    /** Removes one entry; whether there was one. */
+    private boolean drop(String key) {
         Held h = held.remove(key);
         if (h != null) {
             bytes -= h.bytes();
         }
+        return h != null;
     }
 
     public synchronized long bytes() {
