@@ -906,8 +906,9 @@ final class PartFile {
                             new BigInteger(entries.sequence())));
                     current = false;
                 }
-                break; // found, or the entry is above the key (the key is not here; the entry is compared with the
-                // next)
+                // Found, or the entry is above the key: the key is not here, and the entry is
+                // compared with the next key.
+                break;
             }
         }
         return found;
