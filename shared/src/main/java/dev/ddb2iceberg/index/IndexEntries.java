@@ -242,6 +242,26 @@ public final class IndexEntries {
         return sequenceData;
     }
 
+    /** The keys, for {@link KeySort}. */
+    private KeySort.Keys keys() {
+        return new KeySort.Keys() {
+            @Override
+            public byte[] data(int i) {
+                return keyData;
+            }
+
+            @Override
+            public int from(int i) {
+                return keyFrom(i);
+            }
+
+            @Override
+            public int to(int i) {
+                return keyEnds[i];
+            }
+        };
+    }
+
     private int compareKeys(int i, IndexEntries other, int j) {
         return Arrays.compareUnsigned(
                 keyData, keyFrom(i), keyEnds[i], other.keyData, other.keyFrom(j), other.keyEnds[j]);
@@ -296,12 +316,12 @@ public final class IndexEntries {
 
         public IndexEntries build() {
             IndexEntries unsorted = packed.build();
-            Integer[] order = new Integer[unsorted.size()];
+            int[] order = new int[unsorted.size()];
             for (int i = 0; i < order.length; i++) {
                 order[i] = i;
             }
             // Stable: among equal keys the one added last stays last, and wins below.
-            Arrays.sort(order, (a, b) -> unsorted.compareKeys(a, unsorted, b));
+            KeySort.sort(order, 0, order.length, unsorted.keys());
             Appender sorted = new Appender(new String[0], order.length);
             FileRefs refs = new FileRefs(unsorted.files, sorted::fileId);
             for (int k = 0; k < order.length; k++) {

@@ -320,7 +320,7 @@ public final class KeyIndex {
             partStart[p + 1] += partStart[p];
         }
         int[] next = Arrays.copyOf(partStart, parts);
-        Integer[] byPart = new Integer[partStart[parts]];
+        int[] byPart = new int[partStart[parts]];
         for (int i = 0; i < found.length; i++) {
             if (partOf[i] >= 0) {
                 byPart[next[partOf[i]]++] = i;
@@ -343,11 +343,7 @@ public final class KeyIndex {
                 pool,
                 p -> {
                     PartFile.Footer footer = Futures.join(footers.get(p), "reading the key index");
-                    Arrays.sort(
-                            byPart,
-                            partStart[p],
-                            partStart[p + 1],
-                            (a, b) -> Arrays.compareUnsigned(keys.get(a), keys.get(b)));
+                    KeySort.sort(byPart, partStart[p], partStart[p + 1], KeySort.Keys.of(keys));
                     List<Future<?>> started = new ArrayList<>();
                     for (int from = partStart[p]; from < partStart[p + 1]; ) {
                         int block = footer.blockOf(keys.get(byPart[from]));
@@ -375,7 +371,7 @@ public final class KeyIndex {
      * order, a subsequence of the keys.
      */
     private Future<?> readBlock(
-            PartFile.Footer footer, int block, List<byte[]> keys, Integer[] at, IndexEntries.Entry[] found) {
+            PartFile.Footer footer, int block, List<byte[]> keys, int[] at, IndexEntries.Entry[] found) {
         List<byte[]> sorted = new ArrayList<>(at.length);
         for (int i : at) {
             sorted.add(keys.get(i));
