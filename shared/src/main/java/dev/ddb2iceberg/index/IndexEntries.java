@@ -305,6 +305,13 @@ public final class IndexEntries {
             return this;
         }
 
+        /** Adds entry {@code i} of {@code from} (a delta a fold picks a part's entries out of), its key copied once. */
+        Builder add(IndexEntries from, int i) {
+            int ref = from.fileRefs[i];
+            packed.copy(from, i, ref < 0 ? -1 : packed.fileId(from.files[ref]));
+            return this;
+        }
+
         public int size() {
             return packed.n;
         }

@@ -516,14 +516,12 @@ public final class KeyIndex {
         for (int l = 0; l < layers.size(); l++) {
             IndexEntries layer = layers.get(l);
             long layerGeneration = layerGenerations.get(l);
-            String[] files = layer.files();
             int[] partOf = layer.partsOf(parts);
             for (int i = 0; i < layer.size(); i++) {
                 int p = partOf[i];
                 IndexEntries.Builder b = pending[p];
                 if (b != null && layerGeneration > base.get(p).absorbed()) {
-                    int ref = layer.fileRef(i);
-                    b.add(layer.key(i), ref < 0 ? null : files[ref], layer.position(i), layer.sequence(i));
+                    b.add(layer, i); // its key and sequence copied straight into the builder
                 }
             }
         }
