@@ -95,6 +95,7 @@ public final class IndexLookup implements LiveRowLookup {
         List<byte[]> encoded = Slices.map(keyList, pool, IndexKeys::encode, "encoding keys for the key index");
 
         IndexEntries.Entry[] hits = null;
+        List<LiveRow> hitRows = null;
         String why = null;
         KeyIndex.Resolved resolved = KeyIndex.resolve(table, snapshot);
         String manifest = resolved.manifest();
@@ -111,7 +112,8 @@ public final class IndexLookup implements LiveRowLookup {
                 }
                 index = KeyIndex.open(table, manifest, moves, cache);
                 hits = index.lookupEach(encoded, pool);
-                String missing = fileNotIn(hits, tasks, pool);
+                hitRows = rowsOf(hits, tasks, pool);
+                String missing = fileNotIn(hits, hitRows);
                 if (missing != null) {
                     why = "key index " + manifest + " points a key to data file " + missing + ", which snapshot "
                             + snapshotId + " does not hold";
@@ -131,16 +133,10 @@ public final class IndexLookup implements LiveRowLookup {
         if (why != null) {
             rebuild(table, layout, tasks, why);
             hits = index.lookupEach(encoded, pool);
+            hitRows = rowsOf(hits, tasks, pool);
             filesRead = tasks.size();
         }
 
-        // Each hit's row (its file's task, its sequence number as text) on every core; the map of
-        // tasks is only read there.
-        List<LiveRow> hitRows = Slices.map(
-                Arrays.asList(hits),
-                pool,
-                e -> e == null ? null : new LiveRow(tasks.get(e.file()), e.position(), e.sequence()),
-                "resolving the key index's hits");
         Map<List<Object>, List<LiveRow>> rows = new HashMap<>(keyList.size() * 4 / 3 + 16);
         for (int i = 0; i < keyList.size(); i++) {
             LiveRow row = hitRows.get(i);
@@ -159,14 +155,31 @@ public final class IndexLookup implements LiveRowLookup {
         return new Found(rows, liveRowsByFile, List.copyOf(tasks.values()), filesRead);
     }
 
-    /** A data file some hit points to that the snapshot does not hold (checked on every core), or null. */
-    private static String fileNotIn(IndexEntries.Entry[] hits, Map<String, FileScanTask> tasks, ExecutorService pool) {
-        List<String> missing = Slices.map(
+    /**
+     * Each hit's row (its file's task, its position and sequence number) on every core; null where
+     * there is no hit, or where the snapshot does not hold the hit's data file (see {@link #fileNotIn}).
+     * The map of tasks is only read there.
+     */
+    private static List<LiveRow> rowsOf(
+            IndexEntries.Entry[] hits, Map<String, FileScanTask> tasks, ExecutorService pool) {
+        return Slices.map(
                 Arrays.asList(hits),
                 pool,
-                e -> e != null && !tasks.containsKey(e.file()) ? e.file() : null,
-                "checking the key index's hits");
-        return missing.stream().filter(f -> f != null).findFirst().orElse(null);
+                e -> {
+                    FileScanTask task = e == null ? null : tasks.get(e.file());
+                    return task == null ? null : new LiveRow(task, e.position(), e.sequence());
+                },
+                "resolving the key index's hits");
+    }
+
+    /** A data file some hit points to that the snapshot does not hold (its row is null), or null. */
+    private static String fileNotIn(IndexEntries.Entry[] hits, List<LiveRow> rows) {
+        for (int i = 0; i < hits.length; i++) {
+            if (hits[i] != null && rows.get(i) == null) {
+                return hits[i].file();
+            }
+        }
+        return null;
     }
 
     @Override
