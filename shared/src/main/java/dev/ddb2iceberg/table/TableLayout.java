@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.function.IntSupplier;
 import org.apache.iceberg.Schema;
@@ -55,6 +56,10 @@ public final class TableLayout {
 
     private final List<String> keyAttributes;
     private final List<String> keyColumns;
+    /** Each key attribute's column type and DynamoDB type, in {@code keyAttributes}' order: keyOf's per-change lookups. */
+    private final Type[] keyTypes;
+
+    private final String[] keyAttributeTypes;
     /** The top-level column of each attribute that has one (the key columns included). */
     private final Map<String, Types.NestedField> columnsByAttribute = new HashMap<>();
     /** Lower-cased names of all top-level columns: engines such as Athena ignore case. */
@@ -95,6 +100,12 @@ public final class TableLayout {
             columns.add(column.name());
         }
         this.keyColumns = List.copyOf(columns);
+        this.keyTypes = new Type[keyAttributes.size()];
+        this.keyAttributeTypes = new String[keyAttributes.size()];
+        for (int i = 0; i < keyTypes.length; i++) {
+            keyTypes[i] = columnsByAttribute.get(keyAttributes.get(i)).type();
+            keyAttributeTypes[i] = keyDdbTypes.get(keyAttributes.get(i));
+        }
         columnsByAttribute.forEach((attribute, column) -> slotsByAttribute.put(
                 attribute,
                 new Slot(
@@ -169,22 +180,21 @@ public final class TableLayout {
         return keyDdbTypes.get(attribute);
     }
 
-    /** The key of a change as column values, or null when a key value does not fit its column. */
+    /** The key of a change as column values ({@link ItemKey}), or null when a key value does not fit its column. */
     public List<Object> keyOf(Change c) {
         Object[] key = new Object[keyAttributes.size()];
         for (int i = 0; i < key.length; i++) {
-            String name = keyAttributes.get(i);
-            DdbValue v = c.keys().get(name);
+            DdbValue v = c.keys().get(keyAttributes.get(i));
             if (v == null) {
                 return null;
             }
-            Object col = TypeMapping.keyToColumn(columnOf(name).type(), keyDdbTypes.get(name), v);
+            Object col = TypeMapping.keyToColumn(keyTypes[i], keyAttributeTypes[i], v);
             if (col == TypeMapping.DOES_NOT_FIT) {
                 return null;
             }
             key[i] = col;
         }
-        return List.of(key);
+        return new ItemKey(key);
     }
 
     /** Why {@link #keyOf} returned null, for the quarantine. */
@@ -203,13 +213,13 @@ public final class TableLayout {
         return "key fits";
     }
 
-    /** The key of a row read from the table (it must hold the key columns). */
+    /** The key of a row read from the table (it must hold the key columns), as an {@link ItemKey}. */
     public List<Object> keyOf(Record row) {
         Object[] key = new Object[keyColumns.size()];
         for (int i = 0; i < key.length; i++) {
-            key[i] = row.getField(keyColumns.get(i));
+            key[i] = Objects.requireNonNull(row.getField(keyColumns.get(i)), keyColumns.get(i));
         }
-        return List.of(key);
+        return new ItemKey(key);
     }
 
     /** Rows in key order (the table's sort order); {@link KeyOrder#sort} sorts by it fastest. */
