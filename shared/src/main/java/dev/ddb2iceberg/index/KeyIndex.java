@@ -645,15 +645,27 @@ public final class KeyIndex {
                     before.path(), before.length(), before.footer(), before.entries(), generation);
         }
         IndexEntries changes = newer.build();
+        // Where the cache keeps this index's blocks decompressed, the new part's go in as they are
+        // written: the next merge looks up keys in nearly every block, and would otherwise read
+        // each from the disk cache and decompress it (2 % of a steady merge at 10M rows).
+        boolean keep = reads.keepsDecompressed();
         PartFile.Writer out = before.path() == null
-                ? PartFile.overlay(null, null, changes, 1, keepFrom)
+                ? PartFile.overlay(null, null, changes, 1, keepFrom, keep)
                 : reads.readWhole(
                         before,
-                        whole -> PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS, keepFrom));
+                        whole ->
+                                PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS, keepFrom, keep));
         if (out.entries() == 0) {
             return new IndexManifest.Part(null, 0, 0, 0, generation);
         }
-        return writeEncoded(io, cache.disk(), path, out.finish(), out.entries(), generation);
+        IndexManifest.Part written = writeEncoded(io, cache.disk(), path, out.finish(), out.entries(), generation);
+        if (keep) {
+            List<byte[]> blocks = out.blocks();
+            for (int b = 0; b < blocks.size(); b++) {
+                cache.putDecompressedBlock(path, b, blocks.get(b));
+            }
+        }
+        return written;
     }
 
     /** Writes a part file; {@code keep}: the disk cache that keeps a copy, or null. */

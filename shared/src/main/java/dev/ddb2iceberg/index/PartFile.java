@@ -156,6 +156,15 @@ final class PartFile {
      * folds forget removals past their time (see {@code RemovalsIndex}).
      */
     static Writer overlay(Footer footer, byte[] part, IndexEntries changes, int ranges, long keepFrom) {
+        return overlay(footer, part, changes, ranges, keepFrom, false);
+    }
+
+    /**
+     * {@link #overlay(Footer, byte[], IndexEntries, int, long)}; {@code keepBlocks}: the new part's
+     * writer keeps each block decompressed ({@link Writer#blocks}), for the cache.
+     */
+    static Writer overlay(
+            Footer footer, byte[] part, IndexEntries changes, int ranges, long keepFrom, boolean keepBlocks) {
         int blocks = footer == null ? 0 : footer.blocks();
         int n = Math.max(1, Math.min(ranges, blocks / MIN_BLOCKS_PER_RANGE));
         FileTable table = new FileTable();
@@ -170,6 +179,9 @@ final class PartFile {
             int range = r;
             long expected = footer == null ? changes.size() : footer.entries / n;
             out[r] = new Writer(table, (int) Math.min(1 << 24, expected));
+            if (keepBlocks) {
+                out[r].keepBlocks();
+            }
             Runnable fold = () -> overlayRange(
                     footer,
                     part,
@@ -289,6 +301,8 @@ final class PartFile {
         private int[] restarts = new int[64]; // where each restart of the block being filled starts
         private int blocks;
         private long entries;
+        /** Each block as written, decompressed (restarts included), when {@link #keepBlocks} asked for them. */
+        private List<byte[]> rawBlocks;
 
         /** {@code files}: the data file table the references given to {@link #add} point into. */
         Writer(String[] files, int expectedEntries) {
@@ -399,12 +413,29 @@ final class PartFile {
             return entries;
         }
 
+        /** Keeps a copy of each block as written, decompressed: call before the first entry. */
+        void keepBlocks() {
+            rawBlocks = new ArrayList<>();
+        }
+
+        /**
+         * The blocks written, decompressed, in order, as a lookup decompresses them (so a fold hands
+         * the cache the new part's blocks, and the next merge's lookups neither read nor decompress
+         * them); null unless {@link #keepBlocks} was called.
+         */
+        List<byte[]> blocks() {
+            return rawBlocks;
+        }
+
         private void endBlock() {
             int restartCount = (inBlock + RESTART_INTERVAL - 1) / RESTART_INTERVAL;
             ensure(4 * restartCount);
             for (int r = 0; r < restartCount; r++) {
                 writeInt(raw, rawLength, restarts[r]);
                 rawLength += 4;
+            }
+            if (rawBlocks != null) {
+                rawBlocks.add(Arrays.copyOf(raw, rawLength));
             }
             if (compressed.length < ZstdCompression.bound(rawLength)) {
                 compressed = new byte[ZstdCompression.bound(rawLength)];
@@ -433,6 +464,9 @@ final class PartFile {
          */
         static Writer join(Writer[] ranges) {
             Writer all = new Writer(ranges[0].table, 0, ranges[0].blockBytes);
+            if (ranges[0].rawBlocks != null) {
+                all.keepBlocks();
+            }
             for (Writer r : ranges) {
                 if (r.table != all.table) {
                     throw new IllegalArgumentException("key ranges of one part share one data file table");
@@ -455,6 +489,9 @@ final class PartFile {
                     throw new IllegalArgumentException("key ranges of a part out of order");
                 }
                 all.file.writeBytes(r.file.toByteArray());
+                if (all.rawBlocks != null) {
+                    all.rawBlocks.addAll(r.rawBlocks);
+                }
                 all.blockIndex.writeBytes(r.blockIndex.toByteArray());
                 all.blocks += r.blocks;
                 all.entries += r.entries;

@@ -44,6 +44,11 @@ final class PartReads {
         this.keepDecompressed = keepDecompressed;
     }
 
+    /** Whether this index's blocks are kept in the memory cache decompressed. */
+    boolean keepsDecompressed() {
+        return keepDecompressed;
+    }
+
     /** The part's footer, from the cache, the disk cache, or one (rarely two) ranged GETs of its end. */
     PartFile.Footer footer(IndexManifest.Part part) {
         return cache.footer(part.path(), location -> {

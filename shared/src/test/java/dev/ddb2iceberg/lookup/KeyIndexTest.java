@@ -641,6 +641,56 @@ class KeyIndexTest {
                 "lookups through the cache that let go answer as a fresh one does");
     }
 
+    @Test
+    void aFoldHandsACacheWithRoomTheNewPartsBlocksSoTheNextLookupReadsOnlyTheirFooters() {
+        KeyedWorkload w = new KeyedWorkload(33, 5_000);
+        stage(w.next(5_000));
+        merge();
+        String manifest = KeyIndex.manifestOf(table().currentSnapshot());
+        IndexEntries.Builder changes = new IndexEntries.Builder();
+        for (byte[] key : encodedKeys(w, 200)) {
+            changes.add(key, "s3://bucket/data/new.parquet", 7, new byte[] {1});
+        }
+        IndexEntries delta = changes.build();
+        List<byte[]> keys = encodedKeys(w, 5_000);
+
+        // A warm merger: every block of the index held decompressed, then a commit folds a part.
+        IndexCache roomy = new IndexCache(Long.MAX_VALUE);
+        KeyIndex index = KeyIndex.open(table(), manifest, roomy);
+        index.lookup(keys, pool);
+        KeyIndex.Written next = index.withChanges(table(), delta, pool);
+        IndexManifest after =
+                KeyIndex.open(table(), next.manifest(), new IndexCache(0)).manifest();
+        List<IndexManifest.Part> newParts = after.base().stream()
+                .filter(p -> p.path() != null && next.files().contains(p.path()))
+                .toList();
+        assertTrue(!newParts.isEmpty(), "the commit folds a part: " + next.files());
+        long footers = newParts.stream().mapToLong(IndexManifest.Part::footer).sum();
+
+        long read = roomy.bytesRead();
+        Map<IndexEntries.ByteKey, String> throughTheFold =
+                described(KeyIndex.open(table(), next.manifest(), roomy).lookup(keys, pool));
+        assertTrue(
+                roomy.bytesRead() - read <= footers,
+                "the next lookup read " + (roomy.bytesRead() - read) + " bytes; the new parts' footers are " + footers
+                        + ", their blocks should have come from the fold");
+        assertEquals(
+                described(KeyIndex.open(table(), next.manifest(), new IndexCache(0))
+                        .lookup(keys, pool)),
+                throughTheFold,
+                "the blocks the fold handed over answer as the stored part does");
+
+        // A cache whose budget keeps blocks as stored gets nothing from the fold.
+        IndexCache tight = new IndexCache(2
+                * KeyIndex.open(table(), manifest, new IndexCache(0)).manifest().bytes());
+        KeyIndex.Written tighter = KeyIndex.open(table(), manifest, tight).withChanges(table(), delta, pool);
+        for (String file : tighter.files()) {
+            if (file.contains("-part-")) {
+                assertEquals(0, tight.heldBytes(file), "a cache that keeps blocks as stored holds none of " + file);
+            }
+        }
+    }
+
     /** The encoded keys of the workload's first {@code n} items, as a merge looks them up. */
     private List<byte[]> encodedKeys(KeyedWorkload w, int n) {
         TableLayout layout = TableLayout.of(table());
