@@ -13,6 +13,38 @@ public final class DdbNumbers {
 
     private DdbNumbers() {}
 
+    /**
+     * {@link #check}, without parsing the common case: a plain decimal ({@code -}, digits, a point
+     * and digits) of at most 38 digits is always a DynamoDB number (at most 38 significant digits,
+     * a magnitude of at least 1E-38 unless zero and below 1E+38). A merge checks every number of
+     * every item it reads, and parsing each into a {@link BigDecimal} was half a percent of it.
+     */
+    public static void validate(String text) {
+        if (!isPlainWithinDigits(text)) {
+            check(text); // anything else: parsed, and refused saying why
+        }
+    }
+
+    private static boolean isPlainWithinDigits(String text) {
+        int n = text == null ? 0 : text.length();
+        int i = n > 0 && text.charAt(0) == '-' ? 1 : 0;
+        int digits = 0;
+        boolean point = false;
+        boolean digitBeforePoint = false;
+        for (; i < n; i++) {
+            char c = text.charAt(i);
+            if (c >= '0' && c <= '9') {
+                digits++;
+                digitBeforePoint |= !point;
+            } else if (c == '.' && !point && digitBeforePoint) {
+                point = true;
+            } else {
+                return false;
+            }
+        }
+        return digits > 0 && digits <= MAX_SIGNIFICANT_DIGITS && text.charAt(n - 1) != '.';
+    }
+
     /** Throws {@link IllegalArgumentException} saying what is wrong unless {@code text} is a DynamoDB number. */
     public static BigDecimal check(String text) {
         if (text == null || text.isEmpty()) {

@@ -35,7 +35,7 @@ public sealed interface DdbValue {
     /** A number as DynamoDB's decimal text, checked against DynamoDB's own limits. */
     record N(String text) implements DdbValue {
         public N {
-            DdbNumbers.check(text);
+            DdbNumbers.validate(text);
         }
 
         public BigDecimal toBigDecimal() {
