@@ -21,13 +21,16 @@ import java.util.function.BiConsumer;
  * itself makes any older copy stale).
  */
 final class KeyChanges {
-    final Map<List<Object>, Change> latest = new HashMap<>();
+    final Map<List<Object>, Change> latest;
     final Map<List<Object>, Change> latestUpsert = new HashMap<>();
     final Map<List<Object>, Change> latestDeleting = new HashMap<>();
     int quarantined;
     long expiriesKept;
 
-    private KeyChanges() {}
+    /** {@code changes}: how many changes there are, so the map of keys is sized once, not grown as it fills. */
+    private KeyChanges(int changes) {
+        latest = new HashMap<>(changes * 4 / 3 + 16);
+    }
 
     static KeyChanges of(
             List<Change> changes,
@@ -35,7 +38,7 @@ final class KeyChanges {
             RemovalPolicy policy,
             BiConsumer<Change, String> quarantine,
             ExecutorService pool) {
-        KeyChanges k = new KeyChanges();
+        KeyChanges k = new KeyChanges(changes.size());
         if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
             List<Change> kept = new ArrayList<>(changes.size());
             for (Change c : changes) {
