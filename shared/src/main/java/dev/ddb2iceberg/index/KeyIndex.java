@@ -647,7 +647,7 @@ public final class KeyIndex {
         IndexEntries changes = newer.build();
         // Where the cache keeps this index's blocks decompressed, the new part's go in as they are
         // written: the next merge looks up keys in nearly every block, and would otherwise read
-        // each from the disk cache and decompress it (2 % of a steady merge at 10M rows).
+        // each from the disk cache and decompress it (1.5 % of a steady merge at 10M rows).
         boolean keep = reads.keepsDecompressed();
         PartFile.Writer out = before.path() == null
                 ? PartFile.overlay(null, null, changes, 1, keepFrom, keep)

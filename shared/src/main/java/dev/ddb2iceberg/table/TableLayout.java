@@ -56,9 +56,9 @@ public final class TableLayout {
 
     private final List<String> keyAttributes;
     private final List<String> keyColumns;
-    /** Each key attribute's column type and DynamoDB type, in {@code keyAttributes}' order: keyOf's per-change lookups. */
+    /** Each key attribute's column type, in {@code keyAttributes}' order (keyOf reads them for every change). */
     private final Type[] keyTypes;
-
+    /** Each key attribute's DynamoDB type (S, N or B), in the same order. */
     private final String[] keyAttributeTypes;
     /** The top-level column of each attribute that has one (the key columns included). */
     private final Map<String, Types.NestedField> columnsByAttribute = new HashMap<>();
