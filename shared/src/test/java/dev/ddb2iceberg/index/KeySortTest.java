@@ -62,7 +62,7 @@ class KeySortTest {
                         10_000,
                         i -> ("customer#" + (random.nextInt(3)) + "#order#0000000" + random.nextInt(100_000))
                                 .getBytes()),
-                "long runs that share 20 bytes past the shared start");
+                "runs of keys that share 15 bytes past the start every key shares");
     }
 
     @Test
