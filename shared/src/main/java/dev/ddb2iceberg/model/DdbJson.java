@@ -147,7 +147,7 @@ public final class DdbJson {
                 v = new DdbValue.B(Base64.getDecoder().decode(text(p)));
                 break;
             case "BOOL":
-                v = new DdbValue.Bool(p.getBooleanValue());
+                v = DdbValue.Bool.of(p.getBooleanValue());
                 break;
             case "NULL":
                 v = DdbValue.Null.INSTANCE;

@@ -75,6 +75,14 @@ public sealed interface DdbValue {
     }
 
     record Bool(boolean value) implements DdbValue {
+        // Two values only: readers share them, as a merge holds every change's image until it commits.
+        public static final Bool TRUE = new Bool(true);
+        public static final Bool FALSE = new Bool(false);
+
+        public static Bool of(boolean value) {
+            return value ? TRUE : FALSE;
+        }
+
         @Override
         public String typeName() {
             return "BOOL";

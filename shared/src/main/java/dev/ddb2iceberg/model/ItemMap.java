@@ -86,15 +86,40 @@ public final class ItemMap extends AbstractMap<String, DdbValue> {
          * attribute given twice (an item has each name once; a map that did not would lose one).
          */
         public ItemMap build() {
-            String[] n = size == names.length ? names : Arrays.copyOf(names, size);
+            return build(null);
+        }
+
+        /**
+         * The map, holding {@code like}'s array of names when its names are the same String objects
+         * in the same order (the staged reader gives each recurring name one String). Items of a
+         * table mostly repeat one list of names, and a merge holds every change's item until it
+         * commits: sharing the list saves an array an item.
+         */
+        public ItemMap build(ItemMap like) {
             DdbValue[] v = size == values.length ? values : Arrays.copyOf(values, size);
+            String[] n = like != null && sameNames(like.names) ? like.names : null;
+            if (n == null) {
+                n = size == names.length ? names : Arrays.copyOf(names, size);
+                String repeated = repeatedName(n);
+                if (repeated != null) {
+                    throw new IllegalArgumentException("attribute '" + repeated + "' is given twice");
+                }
+            }
             names = null;
             values = null;
-            String repeated = repeatedName(n);
-            if (repeated != null) {
-                throw new IllegalArgumentException("attribute '" + repeated + "' is given twice");
-            }
             return size == 0 ? EMPTY : new ItemMap(n, v);
+        }
+
+        private boolean sameNames(String[] other) {
+            if (other.length != size) {
+                return false;
+            }
+            for (int i = 0; i < size; i++) {
+                if (other[i] != names[i]) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         private static String repeatedName(String[] names) {
@@ -116,6 +141,30 @@ public final class ItemMap extends AbstractMap<String, DdbValue> {
             }
             return null;
         }
+    }
+
+    /**
+     * This map with each value that {@code other} holds, equal, under the same name replaced by
+     * other's object; this map itself when none is. A change's keys repeat its new image's key
+     * attributes: sharing them saves the key values' copies while a merge holds the change.
+     */
+    public ItemMap sharingValuesOf(Map<String, DdbValue> other) {
+        DdbValue[] shared = null;
+        for (int i = 0; i < names.length; i++) {
+            DdbValue same = other.get(names[i]);
+            if (same != null && same != values[i] && same.equals(values[i])) {
+                if (shared == null) {
+                    shared = values.clone();
+                }
+                shared[i] = same;
+            }
+        }
+        return shared == null ? this : new ItemMap(names, shared);
+    }
+
+    /** Whether the two maps hold one array of names, as {@link Builder#build(ItemMap)} shares it. */
+    public boolean sharesNamesWith(ItemMap other) {
+        return names == other.names;
     }
 
     @Override

@@ -131,8 +131,12 @@ public final class StagedFormat {
                 int flags = in.raw();
                 String seq = in.string();
                 long millis = in.int64();
-                Map<String, DdbValue> keys = in.map();
-                Map<String, DdbValue> image = (flags & FLAG_NEW_IMAGE) != 0 ? in.map() : null;
+                ItemMap keys = in.item();
+                ItemMap image = null;
+                if ((flags & FLAG_NEW_IMAGE) != 0) {
+                    image = in.item();
+                    keys = keys.sharingValuesOf(image); // one copy of each key value while the merge holds both
+                }
                 changes.add(new Change(keys, OPERATIONS[opIndex], image, seq, millis, (flags & FLAG_TTL) != 0));
             }
             if (in.pos != body.length) {
@@ -258,6 +262,12 @@ public final class StagedFormat {
 
         private final byte[][] nameBytes = new byte[NAME_SLOTS][];
 
+        /**
+         * The last item (keys or image) read of each number of attributes: the next one of as many
+         * mostly has the same names, and shares their list ({@link ItemMap.Builder#build(ItemMap)}).
+         */
+        private final ItemMap[] lastOfSize = new ItemMap[64];
+
         Input(byte[] buf) {
             this.buf = buf;
         }
@@ -309,8 +319,13 @@ public final class StagedFormat {
             return s;
         }
 
+        /** A change's keys or new image: a {@link #map} that shares its list of names where it can. */
+        ItemMap item() {
+            return map(true);
+        }
+
         /** A map, built as the item map the change keeps (no copy). */
-        ItemMap map() {
+        ItemMap map(boolean item) {
             int n = varint();
             if (n > buf.length - pos) {
                 throw new IllegalArgumentException("map of " + n + " attributes runs past the end");
@@ -319,7 +334,10 @@ public final class StagedFormat {
             for (int i = 0; i < n; i++) {
                 m.put(name(), value());
             }
-            return m.build();
+            if (!item || n >= lastOfSize.length) {
+                return m.build();
+            }
+            return lastOfSize[n] = m.build(lastOfSize[n]);
         }
 
         /** A map's key (an attribute name): {@link #string}, the same String each time it recurs. */
@@ -361,13 +379,13 @@ public final class StagedFormat {
                 case T_B:
                     return new DdbValue.B(bytes());
                 case T_TRUE:
-                    return new DdbValue.Bool(true);
+                    return DdbValue.Bool.TRUE;
                 case T_FALSE:
-                    return new DdbValue.Bool(false);
+                    return DdbValue.Bool.FALSE;
                 case T_NULL:
                     return DdbValue.Null.INSTANCE;
                 case T_M:
-                    return new DdbValue.M(map());
+                    return new DdbValue.M(map(false));
                 case T_L: {
                     int n = varint();
                     List<DdbValue> out = new ArrayList<>(n);

@@ -121,7 +121,7 @@ public final class StreamRecordDecoder {
             } else if (v.getB() != null) {
                 return new DdbValue.B(bytes(v.getB()));
             } else if (v.getBOOL() != null) {
-                return new DdbValue.Bool(v.getBOOL());
+                return DdbValue.Bool.of(v.getBOOL());
             } else if (v.getNULL() != null) {
                 if (!v.getNULL()) {
                     throw new PoisonRecordException(path + " has NULL: false, which DynamoDB never sends");

@@ -93,9 +93,9 @@ final class PlainJson {
             case VALUE_NUMBER_FLOAT:
                 return new DdbValue.N(p.getText());
             case VALUE_TRUE:
-                return new DdbValue.Bool(true);
+                return DdbValue.Bool.TRUE;
             case VALUE_FALSE:
-                return new DdbValue.Bool(false);
+                return DdbValue.Bool.FALSE;
             case VALUE_NULL:
                 return DdbValue.Null.INSTANCE;
             case START_OBJECT: {

@@ -481,7 +481,7 @@ public final class TypeMapping {
             case "S":
                 return new DdbValue.S(value.toString());
             case "BOOL":
-                return new DdbValue.Bool((Boolean) value);
+                return DdbValue.Bool.of((Boolean) value);
             case "B":
                 return new DdbValue.B(bytes((ByteBuffer) value));
             case "N":

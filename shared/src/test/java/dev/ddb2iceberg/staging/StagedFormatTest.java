@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.model.ItemMap;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.testkit.RandomChanges;
 import java.util.ArrayList;
@@ -47,6 +48,57 @@ class StagedFormatTest {
         for (Change c : out) {
             assertSame(status, nameOf(c.newImage(), "status"), "the name 'status' of " + c.keys());
             assertSame(city, nameOf(((DdbValue.M) c.newImage().get("address")).fields(), "city"));
+        }
+    }
+
+    /**
+     * A merge holds every change it reads until it commits: a change's keys hold its image's key
+     * values (not copies), items of one shape hold one list of names, and booleans are shared.
+     */
+    @Test
+    void keysHoldTheirImagesValuesAndItemsOfOneShapeShareTheirNames() {
+        List<Change> in = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            Map<String, DdbValue> keys = new LinkedHashMap<>();
+            keys.put("pk", new DdbValue.S("cust-" + i / 4));
+            keys.put("sk", new DdbValue.N(Integer.toString(i)));
+            String seq = String.valueOf(i + 1);
+            if (i % 5 == 4) {
+                in.add(new Change(keys, Operation.REMOVE, null, seq, 5L, false));
+                continue;
+            }
+            Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+            image.put("gift", DdbValue.Bool.of(i % 2 == 0));
+            if (i == 7) {
+                image.put("note", new DdbValue.S("another shape"));
+            }
+            if (i == 11) { // not a stream's change (an image holds its keys), but the format allows it
+                image.put("sk", new DdbValue.N("-1"));
+            }
+            in.add(new Change(keys, Operation.MODIFY, image, seq, 5L, false));
+        }
+        List<Change> out = StagedFormat.read(StagedFormat.write(in), "shapes");
+        assertEquals(in, out);
+        ItemMap firstKeys = (ItemMap) out.get(0).keys();
+        ItemMap firstImage = (ItemMap) out.get(0).newImage();
+        for (int i = 0; i < out.size(); i++) {
+            Change c = out.get(i);
+            assertTrue(firstKeys.sharesNamesWith((ItemMap) c.keys()), "change " + i + "'s keys hold their own names");
+            if (c.newImage() == null) {
+                continue;
+            }
+            assertSame(c.newImage().get("pk"), c.keys().get("pk"), "change " + i + "'s pk is a copy of its image's");
+            if (i == 11) {
+                assertEquals(new DdbValue.N("11"), c.keys().get("sk"), "change 11 keeps its own sort key");
+            } else {
+                assertSame(
+                        c.newImage().get("sk"), c.keys().get("sk"), "change " + i + "'s sk is a copy of its image's");
+            }
+            assertSame(DdbValue.Bool.of(i % 2 == 0), c.newImage().get("gift"), "change " + i + "'s boolean");
+            assertEquals(
+                    i != 7,
+                    firstImage.sharesNamesWith((ItemMap) c.newImage()),
+                    "change " + i + "'s image holds the list of names of the images before it");
         }
     }
 
