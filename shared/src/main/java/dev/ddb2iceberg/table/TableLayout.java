@@ -76,6 +76,16 @@ public final class TableLayout {
     private final int itemAt;
     private final int variantAt;
 
+    /**
+     * The last change time {@link #toRow} turned into a timestamp. DynamoDB Streams gives change
+     * times in whole seconds, so a run's rows mostly share a few: sharing the value saves four
+     * objects a row while a merge holds its rows. Threads may race to replace it; any stamp they
+     * read is whole (its fields are final).
+     */
+    private volatile Stamp lastStamp = new Stamp(Long.MIN_VALUE, null);
+
+    private record Stamp(long millis, OffsetDateTime time) {}
+
     /** An attribute's column position in a row, its type, and the shape its values are projected by. */
     private record Slot(int position, Type type, String shape) {}
 
@@ -423,7 +433,7 @@ public final class TableLayout {
         }
         row.set(overflowAt, overflow);
         row.set(seqAt, SequenceNumbers.pad(c.sequenceNumber()));
-        row.set(timeAt, OffsetDateTime.ofInstant(Instant.ofEpochMilli(c.approximateCreationMillis()), ZoneOffset.UTC));
+        row.set(timeAt, changeTime(c.approximateCreationMillis()));
         if (itemAt >= 0) {
             row.set(itemAt, DdbJson.writeItem(c.newImage()));
         }
@@ -431,6 +441,15 @@ public final class TableLayout {
             row.set(variantAt, VariantItem.of(c.newImage()));
         }
         return row;
+    }
+
+    private OffsetDateTime changeTime(long millis) {
+        Stamp stamp = lastStamp;
+        if (stamp.millis() != millis) {
+            stamp = new Stamp(millis, OffsetDateTime.ofInstant(Instant.ofEpochMilli(millis), ZoneOffset.UTC));
+            lastStamp = stamp;
+        }
+        return stamp.time();
     }
 
     /** The DynamoDB item a row holds: the inverse of {@link #toRow}. */

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,7 +16,9 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.testkit.RandomValues;
 import java.math.BigDecimal;
+import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -100,6 +103,29 @@ class TypeMappingTest {
                 back,
                 () -> "item changed on its way through a row:\n  " + DdbJson.writeItem(item) + "\n  "
                         + DdbJson.writeItem(back));
+    }
+
+    /** DynamoDB Streams gives change times in whole seconds: rows of one second hold one timestamp object. */
+    @Test
+    void rowsOfTheSameChangeTimeShareItsTimestampAndEachRowHoldsItsOwnTime() {
+        TableLayout layout = evolve(List.of(item(1, Map.of())), Map.of());
+        long[] millis = {1_764_460_800_000L, 1_764_460_800_000L, 1_764_460_801_000L, 1_764_460_800_000L, 0L};
+        List<Record> rows = new ArrayList<>();
+        for (int i = 0; i < millis.length; i++) {
+            Map<String, DdbValue> item = item(i, Map.of());
+            rows.add(layout.toRow(
+                    new Change(Map.of("pk", item.get("pk")), Operation.INSERT, item, "100", millis[i], false)));
+        }
+        for (int i = 0; i < millis.length; i++) {
+            assertEquals(
+                    OffsetDateTime.ofInstant(Instant.ofEpochMilli(millis[i]), ZoneOffset.UTC),
+                    rows.get(i).getField(TableLayout.TIME),
+                    "row " + i + "'s change time");
+        }
+        assertSame(
+                rows.get(0).getField(TableLayout.TIME),
+                rows.get(1).getField(TableLayout.TIME),
+                "two rows of one change time hold one timestamp");
     }
 
     @Test
