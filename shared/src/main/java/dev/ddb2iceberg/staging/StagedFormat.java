@@ -262,6 +262,15 @@ public final class StagedFormat {
 
         private final byte[][] nameBytes = new byte[NAME_SLOTS][];
 
+        /** Values of up to this many bytes are looked up in the values cache ({@link #scalar}). */
+        private static final int SHORT_VALUE = 16;
+
+        private static final int VALUE_SLOTS = 1024;
+        private final byte[][] valueBytes = new byte[VALUE_SLOTS][];
+        private final DdbValue[] values = new DdbValue[VALUE_SLOTS];
+        /** For each pair of value slots, whether the second was used last. */
+        private final boolean[] usedLast = new boolean[VALUE_SLOTS / 2];
+
         /**
          * The last item (keys or image) read of each number of attributes: the next one of as many
          * mostly has the same names, and shares their list ({@link ItemMap.Builder#build(ItemMap)}).
@@ -346,11 +355,7 @@ public final class StagedFormat {
             if (n > buf.length - pos) {
                 throw new IllegalArgumentException("length " + n + " runs past the end");
             }
-            int h = n;
-            for (int i = pos; i < pos + n; i++) {
-                h = 31 * h + buf[i];
-            }
-            int slot = (h ^ (h >>> 16)) & (NAME_SLOTS - 1);
+            int slot = hashOf(n) & (NAME_SLOTS - 1);
             byte[] known = nameBytes[slot];
             if (known == null || !Arrays.equals(known, 0, known.length, buf, pos, pos + n)) {
                 known = Arrays.copyOfRange(buf, pos, pos + n);
@@ -359,6 +364,66 @@ public final class StagedFormat {
             }
             pos += n;
             return names[slot];
+        }
+
+        /** A hash of the next {@code n} bytes. */
+        private int hashOf(int n) {
+            int h = n;
+            for (int i = pos; i < pos + n; i++) {
+                h = 31 * h + buf[i];
+            }
+            return h ^ (h >>> 16);
+        }
+
+        /**
+         * A string or number value. A short one is the same object each time it recurs within the
+         * object, as names are: a status, a country or a small count repeats across items, and a
+         * merge holds every change's values until it commits (three objects a value otherwise).
+         */
+        DdbValue scalar(boolean number) {
+            int n = varint();
+            if (n > buf.length - pos) {
+                throw new IllegalArgumentException("length " + n + " runs past the end");
+            }
+            if (n > SHORT_VALUE) {
+                String s = new String(buf, pos, n, StandardCharsets.UTF_8);
+                pos += n;
+                return number ? new DdbValue.N(s) : new DdbValue.S(s);
+            }
+            // Two slots a hash (the one used last is kept on a miss): a unique value (an id, read
+            // twice: in the keys and the image) then does not evict a recurring one. A string and
+            // a number of the same text hash apart: each recurs as itself.
+            int first = (mixed(hashOf(n) * 31 + (number ? 1 : 0)) & (VALUE_SLOTS / 2 - 1)) * 2;
+            int slot = first;
+            if (!holds(slot, n, number) && !holds(slot = first + 1, n, number)) {
+                String s = new String(buf, pos, n, StandardCharsets.UTF_8);
+                slot = usedLast[first / 2] ? first : first + 1; // the other one
+                values[slot] = number ? new DdbValue.N(s) : new DdbValue.S(s);
+                valueBytes[slot] = Arrays.copyOfRange(buf, pos, pos + n);
+            }
+            usedLast[first / 2] = slot != first;
+            DdbValue value = values[slot];
+            pos += n;
+            return value;
+        }
+
+        /** Whether value slot {@code slot} holds the next {@code n} bytes as a string, or as a number. */
+        private boolean holds(int slot, int n, boolean number) {
+            byte[] known = valueBytes[slot];
+            return known != null
+                    && values[slot] instanceof DdbValue.N == number
+                    && Arrays.equals(known, 0, known.length, buf, pos, pos + n);
+        }
+
+        /**
+         * {@code h} with its bits mixed (MurmurHash3's finalizer): ids that count up hash to numbers
+         * that count up, and would sweep the slots in order, evicting recurring values on their way.
+         */
+        private static int mixed(int h) {
+            h *= 0x85ebca6b;
+            h ^= h >>> 13;
+            h *= 0xc2b2ae35;
+            return h ^ (h >>> 16);
         }
 
         List<String> strings(int n) {
@@ -373,9 +438,9 @@ public final class StagedFormat {
             int tag = raw();
             switch (tag) {
                 case T_S:
-                    return new DdbValue.S(string());
+                    return scalar(false);
                 case T_N:
-                    return new DdbValue.N(string());
+                    return scalar(true);
                 case T_B:
                     return new DdbValue.B(bytes());
                 case T_TRUE:

@@ -12,9 +12,13 @@ import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.testkit.RandomChanges;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class StagedFormatTest {
@@ -99,6 +103,38 @@ class StagedFormatTest {
                     i != 7,
                     firstImage.sharesNamesWith((ItemMap) c.newImage()),
                     "change " + i + "'s image holds the list of names of the images before it");
+        }
+    }
+
+    /**
+     * A short value that recurs (a status, a small count) is read as one object, or nearly (a
+     * cache slot may change hands), however many unique values (ids) pass between; and it keeps its
+     * type: S "4" is not N 4.
+     */
+    @Test
+    void aShortValueThatRecursIsOneObjectOfItsOwnType() {
+        List<Change> in = new ArrayList<>();
+        for (int i = 0; i < 2_000; i++) {
+            Map<String, DdbValue> keys = Map.of("pk", new DdbValue.S("item-" + i));
+            Map<String, DdbValue> image = new LinkedHashMap<>(keys);
+            image.put("status", new DdbValue.S(i % 2 == 0 ? "open" : "closed"));
+            image.put("text", new DdbValue.S(Integer.toString(i % 7)));
+            image.put("count", new DdbValue.N(Integer.toString(i % 7)));
+            image.put("id", new DdbValue.N(Integer.toString(i)));
+            in.add(new Change(keys, Operation.MODIFY, image, String.valueOf(i + 1), 5L, false));
+        }
+        List<Change> out = StagedFormat.read(StagedFormat.write(in), "values");
+        assertEquals(in, out, "the changes read back");
+        for (String attribute : List.of("status", "text", "count")) {
+            Set<DdbValue> objects = Collections.newSetFromMap(new IdentityHashMap<>());
+            Set<DdbValue> values = new HashSet<>();
+            out.forEach(c -> {
+                objects.add(c.newImage().get(attribute));
+                values.add(c.newImage().get(attribute));
+            });
+            assertTrue(
+                    objects.size() <= values.size() + 4,
+                    attribute + ": " + objects.size() + " objects for " + values.size() + " values in 2,000 changes");
         }
     }
 
