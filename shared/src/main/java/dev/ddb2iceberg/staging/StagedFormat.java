@@ -272,10 +272,14 @@ public final class StagedFormat {
         private final boolean[] usedLast = new boolean[VALUE_SLOTS / 2];
 
         /**
-         * The last item (keys or image) read of each number of attributes: the next one of as many
-         * mostly has the same names, and shares their list ({@link ItemMap.Builder#build(ItemMap)}).
+         * The last item (keys or image), and the last map value, read of each number of attributes:
+         * the next one of as many mostly has the same names, and shares their list ({@link
+         * ItemMap.Builder#build(ItemMap)}). Apart, so that keys and a map value of as many
+         * attributes do not take each other's place.
          */
-        private final ItemMap[] lastOfSize = new ItemMap[64];
+        private final ItemMap[] lastItemOfSize = new ItemMap[64];
+
+        private final ItemMap[] lastMapValueOfSize = new ItemMap[64];
 
         Input(byte[] buf) {
             this.buf = buf;
@@ -328,13 +332,16 @@ public final class StagedFormat {
             return s;
         }
 
-        /** A change's keys or new image: a {@link #map} that shares its list of names where it can. */
+        /** A change's keys or new image: a {@link #map}. */
         ItemMap item() {
-            return map(true);
+            return map(lastItemOfSize);
         }
 
-        /** A map, built as the item map the change keeps (no copy). */
-        ItemMap map(boolean item) {
+        /**
+         * A map, built as the item map the change keeps (no copy), holding the list of names of the
+         * last map in {@code shapes} of as many attributes when its names are the same.
+         */
+        ItemMap map(ItemMap[] shapes) {
             int n = varint();
             if (n > buf.length - pos) {
                 throw new IllegalArgumentException("map of " + n + " attributes runs past the end");
@@ -343,10 +350,10 @@ public final class StagedFormat {
             for (int i = 0; i < n; i++) {
                 m.put(name(), value());
             }
-            if (!item || n >= lastOfSize.length) {
+            if (n >= shapes.length) {
                 return m.build();
             }
-            return lastOfSize[n] = m.build(lastOfSize[n]);
+            return shapes[n] = m.build(shapes[n]);
         }
 
         /** A map's key (an attribute name): {@link #string}, the same String each time it recurs. */
@@ -450,7 +457,7 @@ public final class StagedFormat {
                 case T_NULL:
                     return DdbValue.Null.INSTANCE;
                 case T_M:
-                    return new DdbValue.M(map(false));
+                    return new DdbValue.M(map(lastMapValueOfSize));
                 case T_L: {
                     int n = varint();
                     List<DdbValue> out = new ArrayList<>(n);

@@ -49,7 +49,11 @@ class StagedFormatTest {
         assertEquals(in, out);
         String status = nameOf(out.get(0).newImage(), "status");
         String city = nameOf(((DdbValue.M) out.get(0).newImage().get("address")).fields(), "city");
+        ItemMap address = (ItemMap) ((DdbValue.M) out.get(0).newImage().get("address")).fields();
         for (Change c : out) {
+            assertTrue(
+                    address.sharesNamesWith((ItemMap) ((DdbValue.M) c.newImage().get("address")).fields()),
+                    "the address of " + c.keys() + " holds its own list of names");
             assertSame(status, nameOf(c.newImage(), "status"), "the name 'status' of " + c.keys());
             assertSame(city, nameOf(((DdbValue.M) c.newImage().get("address")).fields(), "city"));
         }
