@@ -11,12 +11,14 @@ import dev.ddb2iceberg.stream.StreamRecordDecoder;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import javax.management.ObjectName;
 
 /**
  * Stager throughput on one thread: a 10,000-record batch of ~600-byte items, decoded from the
@@ -65,6 +67,8 @@ public final class StagerThroughput {
                         .size());
         double readBack = best(rounds, () -> StagedFormat.read(staged, "bench").size());
 
+        Held held = held(staged, 50);
+
         System.out.printf("stager decode + encode + compress: %,.0f records/s%n", RECORDS / stage);
         System.out.printf(
                 "Lambda runtime JSON -> DynamodbEvent (before the handler): %,.0f records/s%n", RECORDS / runtimeJson);
@@ -77,6 +81,50 @@ public final class StagerThroughput {
                 "merger read-back of a staged object (decompress + decode), one thread",
                 "-",
                 String.format("%,.0f records/s", RECORDS / readBack));
+        System.out.printf(
+                "merger: %,d changes read back hold %,.0f bytes and %.1f objects a change%n",
+                held.changes(), held.bytes(), held.objects());
+        Results.report(
+                "merger: heap a staged change holds once read back (what a merge holds until it commits), these items",
+                "-",
+                String.format("%,.0f bytes, %.1f objects a change", held.bytes(), held.objects()));
+    }
+
+    record Held(int changes, double bytes, double objects) {}
+
+    /**
+     * The heap and objects that {@code copies} read-backs of {@code staged} hold, per change: a merge
+     * holds every change of its run until it commits, and the collector copies and marks each of
+     * those objects, so their count is what a run of a million changes pays for.
+     */
+    private static Held held(byte[] staged, int copies) throws Exception {
+        long bytesBefore = heapUsed();
+        long objectsBefore = liveObjects();
+        List<List<Change>> read = new ArrayList<>(copies);
+        for (int i = 0; i < copies; i++) {
+            read.add(StagedFormat.read(staged, "held-" + i));
+        }
+        long bytes = heapUsed() - bytesBefore;
+        long objects = liveObjects() - objectsBefore;
+        int changes = read.stream().mapToInt(List::size).sum();
+        return new Held(changes, (double) bytes / changes, (double) objects / changes);
+    }
+
+    private static long heapUsed() {
+        System.gc();
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+    }
+
+    /** Objects on the heap that are reachable: the total of the JVM's live class histogram (a full collection). */
+    private static long liveObjects() throws Exception {
+        String histogram = (String) ManagementFactory.getPlatformMBeanServer()
+                .invoke(
+                        new ObjectName("com.sun.management:type=DiagnosticCommand"),
+                        "gcClassHistogram",
+                        new Object[] {new String[0]},
+                        new String[] {String[].class.getName()});
+        String[] lines = histogram.trim().split("\n");
+        return Long.parseLong(lines[lines.length - 1].trim().split("\\s+")[1]); // "Total <objects> <bytes>"
     }
 
     interface Work {
