@@ -82,7 +82,7 @@ public final class TableLayout {
      * objects a row while a merge holds its rows. Threads may race to replace it; any stamp they
      * read is whole (its fields are final).
      */
-    private volatile Stamp lastStamp = new Stamp(Long.MIN_VALUE, null);
+    private volatile Stamp lastStamp = new Stamp(0L, OffsetDateTime.ofInstant(Instant.EPOCH, ZoneOffset.UTC));
 
     private record Stamp(long millis, OffsetDateTime time) {}
 
