@@ -128,6 +128,7 @@ public final class StagedFormat {
                 if (opIndex >= OPERATIONS.length) {
                     throw new CorruptStagedObjectException("'" + name + "': unknown operation " + opIndex);
                 }
+                in.change = i + 1;
                 int flags = in.raw();
                 String seq = in.string();
                 long millis = in.int64();
@@ -268,6 +269,15 @@ public final class StagedFormat {
         private static final int VALUE_SLOTS = 1024;
         private final byte[][] valueBytes = new byte[VALUE_SLOTS][];
         private final DdbValue[] values = new DdbValue[VALUE_SLOTS];
+        /** Hashes of short values met, and the change each was last met in ({@link #scalar}). */
+        private static final int SEEN_SLOTS = 4096;
+
+        private final int[] seenHash = new int[SEEN_SLOTS];
+        private final int[] seenIn = new int[SEEN_SLOTS];
+
+        /** The change being read, counted from 1. */
+        int change;
+
         /** For each pair of value slots, whether the second was used last. */
         private final boolean[] usedLast = new boolean[VALUE_SLOTS / 2];
 
@@ -384,8 +394,9 @@ public final class StagedFormat {
 
         /**
          * A string or number value. A short one is the same object each time it recurs within the
-         * object, as names are: a status, a country or a small count repeats across items, and a
-         * merge holds every change's values until it commits (three objects a value otherwise).
+         * object (from its third time: it takes a slot once it recurs), as names are: a status, a
+         * country or a small count repeats across items, and a merge holds every change's values
+         * until it commits (three objects a value otherwise).
          */
         DdbValue scalar(boolean number) {
             int n = varint();
@@ -400,16 +411,29 @@ public final class StagedFormat {
             // Two slots a hash (the one used last is kept on a miss): a unique value (an id, read
             // twice: in the keys and the image) then does not evict a recurring one. A string and
             // a number of the same text hash apart: each recurs as itself.
-            int first = (mixed(hashOf(n) * 31 + (number ? 1 : 0)) & (VALUE_SLOTS / 2 - 1)) * 2;
+            int hash = mixed(hashOf(n) * 31 + (number ? 1 : 0));
+            int first = (hash & (VALUE_SLOTS / 2 - 1)) * 2;
             int slot = first;
-            if (!holds(slot, n, number) && !holds(slot = first + 1, n, number)) {
+            DdbValue value;
+            if (holds(slot, n, number) || holds(slot = first + 1, n, number)) {
+                value = values[slot];
+            } else {
                 String s = new String(buf, pos, n, StandardCharsets.UTF_8);
+                value = number ? new DdbValue.N(s) : new DdbValue.S(s);
+                // A value takes a slot only once an earlier change had it too: most values met
+                // once (ids) then cost no copy, and take no recurring value's place.
+                int seenAt = (hash >>> 16) & (SEEN_SLOTS - 1);
+                if (seenHash[seenAt] != hash || seenIn[seenAt] == change) {
+                    seenHash[seenAt] = hash;
+                    seenIn[seenAt] = change;
+                    pos += n;
+                    return value;
+                }
                 slot = usedLast[first / 2] ? first : first + 1; // the other one
-                values[slot] = number ? new DdbValue.N(s) : new DdbValue.S(s);
+                values[slot] = value;
                 valueBytes[slot] = Arrays.copyOfRange(buf, pos, pos + n);
             }
             usedLast[first / 2] = slot != first;
-            DdbValue value = values[slot];
             pos += n;
             return value;
         }

@@ -111,9 +111,10 @@ class StagedFormatTest {
     }
 
     /**
-     * A short value that recurs (a status, a small count) is read as one object, or nearly (a
-     * cache slot may change hands), however many unique values (ids) pass between; and it keeps its
-     * type: S "4" is not N 4.
+     * A short value that recurs (a status, a small count) is read as one object from its third
+     * time on (the first two are its own: a value takes a cache slot once it recurs), however many
+     * unique values (ids, read twice: keys and image) pass between; and it keeps its type: S "4"
+     * is not N 4.
      */
     @Test
     void aShortValueThatRecursIsOneObjectOfItsOwnType() {
@@ -137,7 +138,7 @@ class StagedFormatTest {
                 values.add(c.newImage().get(attribute));
             });
             assertTrue(
-                    objects.size() <= values.size() + 4,
+                    objects.size() <= 2 * values.size() + 4,
                     attribute + ": " + objects.size() + " objects for " + values.size() + " values in 2,000 changes");
         }
     }
