@@ -266,10 +266,16 @@ public final class StagedFormat {
         /** Values of up to this many bytes are looked up in the values cache ({@link #scalar}). */
         private static final int SHORT_VALUE = 16;
 
+        /** The values cache: recurring short values, by their bytes, two slots a hash. */
         private static final int VALUE_SLOTS = 1024;
+
         private final byte[][] valueBytes = new byte[VALUE_SLOTS][];
         private final DdbValue[] values = new DdbValue[VALUE_SLOTS];
-        /** Hashes of short values met, and the change each was last met in ({@link #scalar}). */
+
+        /** For each pair of value slots, whether the second was used last. */
+        private final boolean[] usedLast = new boolean[VALUE_SLOTS / 2];
+
+        /** Hashes of short values met, and the change each was last met in: a value is cached once it recurs. */
         private static final int SEEN_SLOTS = 4096;
 
         private final int[] seenHash = new int[SEEN_SLOTS];
@@ -277,9 +283,6 @@ public final class StagedFormat {
 
         /** The change being read, counted from 1. */
         int change;
-
-        /** For each pair of value slots, whether the second was used last. */
-        private final boolean[] usedLast = new boolean[VALUE_SLOTS / 2];
 
         /**
          * The last item (keys or image), and the last map value, read of each number of attributes:
@@ -408,9 +411,9 @@ public final class StagedFormat {
                 pos += n;
                 return number ? new DdbValue.N(s) : new DdbValue.S(s);
             }
-            // Two slots a hash (the one used last is kept on a miss): a unique value (an id, read
-            // twice: in the keys and the image) then does not evict a recurring one. A string and
-            // a number of the same text hash apart: each recurs as itself.
+            // Two slots a hash (on a miss, the one used last is kept): two recurring values whose
+            // hashes meet both stay. A string and a number of the same text hash apart: each
+            // recurs as itself.
             int hash = mixed(hashOf(n) * 31 + (number ? 1 : 0));
             int first = (hash & (VALUE_SLOTS / 2 - 1)) * 2;
             int slot = first;
