@@ -173,16 +173,32 @@ public final class MergeWriter {
         return Slices.map(
                 rows,
                 pool,
-                () -> new Partitioner(new PartitionKey(spec, schema), new InternalRecordWrapper(schema.asStruct())),
+                () -> new Partitioner(
+                        new PartitionKey(spec, schema),
+                        new InternalRecordWrapper(schema.asStruct()),
+                        StructLikeMap.create(spec.partitionType())),
                 (row, p) -> {
                     p.key().partition(p.wrapper().wrap(row));
-                    return (StructLike) p.key().copy();
+                    return p.copyOfKey();
                 },
                 "finding the rows' partitions");
     }
 
-    /** One thread's partition key and row wrapper (neither may be shared). */
-    private record Partitioner(PartitionKey key, InternalRecordWrapper wrapper) {}
+    /**
+     * One thread's partition key and row wrapper (neither may be shared), and one copy of each
+     * partition it found: rows of the same partition share it, since a merge holds every row's
+     * partition until its files are written (two objects a row, for a million rows, otherwise).
+     */
+    private record Partitioner(PartitionKey key, InternalRecordWrapper wrapper, Map<StructLike, StructLike> copies) {
+        StructLike copyOfKey() {
+            StructLike copy = copies.get(key);
+            if (copy == null) {
+                copy = key.copy();
+                copies.put(copy, copy);
+            }
+            return copy;
+        }
+    }
 
     /** The data files written and where each row is. */
     public record Written(List<DataFile> files, List<WrittenRow> rows) {}
