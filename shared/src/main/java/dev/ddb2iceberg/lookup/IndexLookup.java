@@ -12,6 +12,7 @@ import dev.ddb2iceberg.util.Slices;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
+import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -81,18 +82,17 @@ public final class IndexLookup implements LiveRowLookup {
     }
 
     @Override
-    public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
+    public Found find(Table table, TableLayout layout, Long snapshotId, List<List<Object>> keys) {
         if (snapshotId == null) {
             index = KeyIndex.newBuild(table, parts, cache).finish(); // a new table: its index starts with this commit
-            return Found.NOTHING;
+            return Found.nothing(keys.size());
         }
         baseSnapshotId = snapshotId;
         Snapshot snapshot = table.snapshot(snapshotId);
         Map<String, FileScanTask> tasks = plan(table, snapshotId);
         // The keys are distinct and their encoding is one to one, so the encoded keys are too. The
         // index answers each key at its position in this list.
-        List<List<Object>> keyList = new ArrayList<>(keys);
-        List<byte[]> encoded = Slices.map(keyList, pool, IndexKeys::encode, "encoding keys for the key index");
+        List<byte[]> encoded = Slices.map(keys, pool, IndexKeys::encode, "encoding keys for the key index");
 
         IndexEntries.Entry[] hits = null;
         List<LiveRow> hitRows = null;
@@ -137,13 +137,20 @@ public final class IndexLookup implements LiveRowLookup {
             filesRead = tasks.size();
         }
 
-        Map<List<Object>, List<LiveRow>> rows = new HashMap<>(keyList.size() * 4 / 3 + 16);
-        for (int i = 0; i < keyList.size(); i++) {
-            LiveRow row = hitRows.get(i);
-            if (row != null) {
-                rows.put(keyList.get(i), List.of(row));
+        // A key has one live row at most here: each key's list is made when asked for, not held.
+        List<LiveRow> hit = hitRows;
+        List<List<LiveRow>> rows = new AbstractList<>() {
+            @Override
+            public List<LiveRow> get(int i) {
+                LiveRow row = hit.get(i);
+                return row == null ? List.of() : List.of(row);
             }
-        }
+
+            @Override
+            public int size() {
+                return hit.size();
+            }
+        };
         // Every file's live rows where its deletes make them certain (a lookup by file follows).
         Map<String, Long> liveRowsByFile = new HashMap<>();
         tasks.forEach((location, task) -> {

@@ -2,6 +2,7 @@ package dev.ddb2iceberg.lookup;
 
 import dev.ddb2iceberg.table.TableLayout;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.FileScanTask;
@@ -17,18 +18,17 @@ public interface LiveRowLookup {
     /**
      * What was found, and what it cost.
      *
-     * @param rows live rows by key (a key with none is absent)
+     * @param rows each key's live rows (empty for a key with none), at its position in the keys asked for
      * @param liveRowsByFile live rows in each data file where that is known, by location; a file
      *     whose rows are all replaced or removed can then be dropped instead of given deletes
      * @param files every data file of the snapshot, with its deletes (the merge picks small files to fold from them)
      * @param filesRead data files (or index files) read to answer
      */
-    record Found(
-            Map<List<Object>, List<LiveRow>> rows,
-            Map<String, Long> liveRowsByFile,
-            List<FileScanTask> files,
-            int filesRead) {
-        static final Found NOTHING = new Found(Map.of(), Map.of(), List.of(), 0);
+    record Found(List<List<LiveRow>> rows, Map<String, Long> liveRowsByFile, List<FileScanTask> files, int filesRead) {
+        /** Nothing found for {@code keys} keys: the lookup of an empty table. */
+        static Found nothing(int keys) {
+            return new Found(Collections.nCopies(keys, List.of()), Map.of(), List.of(), 0);
+        }
 
         /** Data files in the snapshot. */
         public int filesInTable() {
@@ -41,8 +41,12 @@ public interface LiveRowLookup {
         static final Recorded NOTHING = new Recorded(Map.of(), List.of());
     }
 
-    /** Live rows of the keys in snapshot {@code snapshotId}, or in an empty table when it is null. */
-    Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys);
+    /**
+     * Live rows of the keys (each once) in snapshot {@code snapshotId}, or in an empty table when it
+     * is null; the answer is by position, not by key, so that a merge of a million keys holds no map
+     * of them while it writes.
+     */
+    Found find(Table table, TableLayout layout, Long snapshotId, List<List<Object>> keys);
 
     /**
      * Called once the commit's rows are written, before it commits: records where the written rows

@@ -57,9 +57,9 @@ public final class ScanLookup implements LiveRowLookup {
     }
 
     @Override
-    public Found find(Table table, TableLayout layout, Long snapshotId, Collection<List<Object>> keys) {
+    public Found find(Table table, TableLayout layout, Long snapshotId, List<List<Object>> keys) {
         if (snapshotId == null) {
-            return Found.NOTHING;
+            return Found.nothing(keys.size());
         }
         Schema schema = table.schema();
         List<Types.NestedField> keyFields =
@@ -85,7 +85,7 @@ public final class ScanLookup implements LiveRowLookup {
             throw new UncheckedIOException(e);
         }
 
-        Set<List<Object>> wanted = keys instanceof Set<List<Object>> s ? s : new HashSet<>(keys);
+        Set<List<Object>> wanted = new HashSet<>(keys);
         List<Future<FileRows>> reads = new ArrayList<>();
         for (FileScanTask task : candidates) {
             reads.add(pool.submit(() -> read(table, layout, task, wanted)));
@@ -99,7 +99,11 @@ public final class ScanLookup implements LiveRowLookup {
                 found.computeIfAbsent(e.getKey(), k -> new ArrayList<>(1)).add(e.getValue());
             }
         }
-        return new Found(found, liveRowsByFile, files, candidates.size());
+        List<List<LiveRow>> rows = new ArrayList<>(keys.size());
+        for (List<Object> key : keys) {
+            rows.add(found.getOrDefault(key, List.of()));
+        }
+        return new Found(rows, liveRowsByFile, files, candidates.size());
     }
 
     /** What finding live rows reads of a data file: the key columns, the sequence column and the row position. */

@@ -93,7 +93,7 @@ public final class ChangeApplier {
         RemovalsIndex removals = RemovalsIndex.open(table, layout, removalsCutoff, options.indexCache());
         LiveRowLookup lookup = options.lookup(pool);
         LiveRowLookup.Found found =
-                lookup.find(table, layout, base == null ? null : base.snapshotId(), keyChanges.latest.keySet());
+                lookup.find(table, layout, base == null ? null : base.snapshotId(), keyChanges.keys);
 
         // 3. The rows to write, the rows to delete, and the removals to remember.
         long tPlan = System.nanoTime();

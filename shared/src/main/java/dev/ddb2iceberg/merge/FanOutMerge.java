@@ -477,8 +477,8 @@ public final class FanOutMerge {
             KeyChanges keyChanges =
                     KeyChanges.of(changes, layout, tableSettings.removals(), applier::quarantineChange, pool);
             RemovalsIndex removals = RemovalsIndex.open(table, layout, plan.removalsCutoff(), cache());
-            LiveRowLookup.Found found = IndexLookup.readOnly(pool, cache())
-                    .find(table, layout, plan.baseSnapshotId(), keyChanges.latest.keySet());
+            LiveRowLookup.Found found =
+                    IndexLookup.readOnly(pool, cache()).find(table, layout, plan.baseSnapshotId(), keyChanges.keys);
             RowPlan rows = RowPlan.of(table, layout, tableSettings.removals(), keyChanges, found, removals, pool);
             // Each attempt its own file names: a retried range never overwrites what another attempt wrote.
             MergeWriter writer = new MergeWriter(

@@ -21,15 +21,37 @@ import java.util.function.BiConsumer;
  * itself makes any older copy stale).
  */
 final class KeyChanges {
-    final Map<List<Object>, Change> latest;
-    final Map<List<Object>, Change> latestUpsert = new HashMap<>();
-    final Map<List<Object>, Change> latestDeleting = new HashMap<>();
-    int quarantined;
-    long expiriesKept;
+    /** The changed keys, each once. */
+    final List<List<Object>> keys;
+    /** Each key's newest change, at its key's position in {@link #keys}. */
+    final List<Change> latest;
 
-    /** {@code changes}: how many changes there are, so the map of keys is sized once, not grown as it fills. */
-    private KeyChanges(int changes) {
-        latest = new HashMap<>(changes * 4 / 3 + 16);
+    final Map<List<Object>, Change> latestUpsert;
+    final Map<List<Object>, Change> latestDeleting;
+    final int quarantined;
+    final long expiriesKept;
+
+    /**
+     * The keys and their newest changes are kept as two lists by position, not as the map that
+     * found them: a merge holds them until it commits, and a map would hold an entry object for
+     * each of up to a million keys for as long (the collector copies and marks each one).
+     */
+    private KeyChanges(
+            Map<List<Object>, Change> latest,
+            Map<List<Object>, Change> latestUpsert,
+            Map<List<Object>, Change> latestDeleting,
+            int quarantined,
+            long expiriesKept) {
+        this.keys = new ArrayList<>(latest.size());
+        this.latest = new ArrayList<>(latest.size());
+        latest.forEach((key, change) -> {
+            this.keys.add(key);
+            this.latest.add(change);
+        });
+        this.latestUpsert = latestUpsert;
+        this.latestDeleting = latestDeleting;
+        this.quarantined = quarantined;
+        this.expiriesKept = expiriesKept;
     }
 
     static KeyChanges of(
@@ -38,7 +60,11 @@ final class KeyChanges {
             RemovalPolicy policy,
             BiConsumer<Change, String> quarantine,
             ExecutorService pool) {
-        KeyChanges k = new KeyChanges(changes.size());
+        int quarantined = 0;
+        long expiriesKept = 0;
+        Map<List<Object>, Change> latest = new HashMap<>(changes.size() * 4 / 3 + 16);
+        Map<List<Object>, Change> latestUpsert = new HashMap<>();
+        Map<List<Object>, Change> latestDeleting = new HashMap<>();
         if (policy.ttlExpiries() == RemovalPolicy.TtlExpiries.KEEP) {
             List<Change> kept = new ArrayList<>(changes.size());
             for (Change c : changes) {
@@ -46,7 +72,7 @@ final class KeyChanges {
                     kept.add(c);
                 }
             }
-            k.expiriesKept = changes.size() - kept.size();
+            expiriesKept = changes.size() - kept.size();
             changes = kept;
         }
         boolean removalsKeepRows = policy.keepsRow(true) || policy.keepsRow(false);
@@ -58,17 +84,17 @@ final class KeyChanges {
             List<Object> key = keys.get(i);
             if (key == null) {
                 quarantine.accept(c, layout.whyKeyDoesNotFit(c));
-                k.quarantined++;
+                quarantined++;
                 continue;
             }
-            k.latest.merge(key, c, KeyChanges::newer);
+            latest.merge(key, c, KeyChanges::newer);
             if (removalsKeepRows && c.operation().isUpsert()) {
-                k.latestUpsert.merge(key, c, KeyChanges::newer);
+                latestUpsert.merge(key, c, KeyChanges::newer);
             } else if (removalsKeepRows && !policy.keepsRow(c.ttlExpiry())) {
-                k.latestDeleting.merge(key, c, KeyChanges::newer);
+                latestDeleting.merge(key, c, KeyChanges::newer);
             }
         }
-        return k;
+        return new KeyChanges(latest, latestUpsert, latestDeleting, quarantined, expiriesKept);
     }
 
     private static Change newer(Change a, Change b) {

@@ -59,42 +59,44 @@ final class RowPlan {
         RowPlan plan = new RowPlan();
         KeptRows kept = new KeptRows(table, layout);
         List<Change> upserts = new ArrayList<>();
-        // Each changed key with its newest change and its live rows, looked up once here (a hash
-        // lookup in a map of up to a million keys, on every core) for both passes below.
-        List<Pending> pending = Slices.map(
-                new ArrayList<>(changes.latest.entrySet()),
-                pool,
-                e -> new Pending(e.getKey(), e.getValue(), found.rows().getOrDefault(e.getKey(), List.of())),
-                "finding the changed keys' live rows");
+        // Each changed key, its newest change and its live rows are at the same position in three
+        // lists (changes.keys, changes.latest, found.rows): no object or map entry per key is made
+        // to pair them, since a merge of a million keys would hold each until it commits.
+        int n = changes.keys.size();
         // The removals on record of the keys whose answer depends on them: those with no live row,
         // and removals that keep a row while an upsert of theirs is in this merge (see keeps).
         List<List<Object>> toLookUp = new ArrayList<>();
-        for (Pending p : pending) {
-            if (p.live().isEmpty()
-                    || (!p.change().operation().isUpsert() && changes.latestUpsert.containsKey(p.key()))) {
-                toLookUp.add(p.key());
+        for (int i = 0; i < n; i++) {
+            List<Object> key = changes.keys.get(i);
+            if (found.rows().get(i).isEmpty()
+                    || (!changes.latest.get(i).operation().isUpsert() && changes.latestUpsert.containsKey(key))) {
+                toLookUp.add(key);
             }
         }
         RemovalsIndex.Known removals = removalsIndex.lookup(toLookUp, pool);
         // Whether each change is stale, and whether the removals index remembers its key, on every
         // core (the maps are only read there); then the plan, in order, here.
         List<Looked> looked = Slices.map(
-                pending,
+                Slices.positions(n),
                 pool,
-                p -> isStale(p.key(), p.change(), p.live(), removals)
-                        ? null
-                        : new Looked(p.live(), removals.remembers(p.key())),
+                i -> Looked.of(
+                        isStale(
+                                changes.keys.get(i),
+                                changes.latest.get(i),
+                                found.rows().get(i),
+                                removals),
+                        removals.remembers(changes.keys.get(i))),
                 "finding stale changes");
-        for (int i = 0; i < pending.size(); i++) {
-            List<Object> key = pending.get(i).key();
-            Change c = pending.get(i).change();
+        for (int i = 0; i < n; i++) {
+            List<Object> key = changes.keys.get(i);
+            Change c = changes.latest.get(i);
             Looked l = looked.get(i);
-            if (l == null) {
+            if (l == Looked.STALE) {
                 plan.stale++; // the table already holds this change or a newer one, or removed the item since
                 continue;
             }
-            List<LiveRow> live = l.live();
-            if (!c.operation().isUpsert() || l.remembered()) {
+            List<LiveRow> live = found.rows().get(i);
+            if (!c.operation().isUpsert() || l == Looked.REMEMBERED) {
                 plan.removalsSeen.put(key, c);
             }
             if (c.operation().isUpsert()) {
@@ -118,11 +120,19 @@ final class RowPlan {
         return plan;
     }
 
-    /** A changed key, its newest change and its live rows. */
-    private record Pending(List<Object> key, Change change, List<LiveRow> live) {}
+    /** What the stale check found of a key: three constants, so no object is made per key. */
+    private enum Looked {
+        /** The table holds this change or a newer one, or removed the item since. */
+        STALE,
+        /** Not stale, and the removals index remembers the key. */
+        REMEMBERED,
+        /** Not stale, and the removals index does not know the key. */
+        NEW;
 
-    /** A key's live rows, and whether the removals index remembers the key. */
-    private record Looked(List<LiveRow> live, boolean remembered) {}
+        static Looked of(boolean stale, boolean remembered) {
+            return stale ? STALE : remembered ? REMEMBERED : NEW;
+        }
+    }
 
     /** Whether the table already holds change {@code c} of {@code key} or a newer one, or removed the item since. */
     private static boolean isStale(List<Object> key, Change c, List<LiveRow> live, RemovalsIndex.Known removals) {

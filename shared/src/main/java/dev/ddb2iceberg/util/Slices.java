@@ -1,8 +1,11 @@
 package dev.ddb2iceberg.util;
 
+import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
+import java.util.RandomAccess;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.function.Function;
@@ -77,6 +80,32 @@ public final class Slices {
         List<R> out = new ArrayList<>(slices);
         work.forEach(f -> out.add(Futures.join(f, what)));
         return out;
+    }
+
+    /**
+     * The positions 0 to {@code n - 1}, made as they are read: to {@link #map} over lists that go
+     * by position together (a key, its change, its live rows) without pairing them in objects.
+     */
+    public static List<Integer> positions(int n) {
+        return new Positions(n);
+    }
+
+    private static final class Positions extends AbstractList<Integer> implements RandomAccess {
+        private final int n;
+
+        Positions(int n) {
+            this.n = n;
+        }
+
+        @Override
+        public Integer get(int i) {
+            return Objects.checkIndex(i, n);
+        }
+
+        @Override
+        public int size() {
+            return n;
+        }
     }
 
     private static int slices(int items) {

@@ -308,18 +308,19 @@ class FanOutMergeTest {
         long snapshot = table.currentSnapshot().snapshotId();
         ExecutorService pool = Executors.newFixedThreadPool(4);
         try {
-            Map<List<Object>, Set<String>> scan = rows(new ScanLookup(pool).find(table, layout, snapshot, keys));
+            Map<List<Object>, Set<String>> scan = rows(keys, new ScanLookup(pool).find(table, layout, snapshot, keys));
             LiveRowLookup.Found found =
                     IndexLookup.readOnly(pool, new IndexCache(0)).find(table, layout, snapshot, keys);
-            assertEquals(scan, rows(found), "each key's live row, by the key index and by a scan of the key columns");
+            assertEquals(
+                    scan, rows(keys, found), "each key's live row, by the key index and by a scan of the key columns");
             assertEquals(0, found.filesRead(), "data files the index lookup read");
         } finally {
             pool.shutdownNow();
         }
     }
 
-    private static Map<List<Object>, Set<String>> rows(LiveRowLookup.Found found) {
-        return LiveRows.described(found);
+    private static Map<List<Object>, Set<String>> rows(List<List<Object>> keys, LiveRowLookup.Found found) {
+        return LiveRows.described(keys, found);
     }
 
     /** Dates the table's fan-out mark seven hours back, as a mark left by an execution that died. */

@@ -154,11 +154,12 @@ final class WorkerBatches {
             }
             byKey.put(key, c);
         }
-        LiveRowLookup.Found found = options.lookup(pool).find(base, layout, plan.baseSnapshotId(), byKey.keySet());
+        List<List<Object>> keys = new ArrayList<>(byKey.keySet());
+        LiveRowLookup.Found found = options.lookup(pool).find(base, layout, plan.baseSnapshotId(), keys);
         List<List<Object>> notFound = new ArrayList<>();
-        for (List<Object> key : byKey.keySet()) {
-            if (!found.rows().containsKey(key)) {
-                notFound.add(key);
+        for (int i = 0; i < keys.size(); i++) {
+            if (found.rows().get(i).isEmpty()) {
+                notFound.add(keys.get(i));
             }
         }
         RemovalsIndex.Known removed = removals.lookup(notFound, pool);
