@@ -79,13 +79,13 @@ final class RowPlan {
         List<Looked> looked = Slices.map(
                 Slices.positions(n),
                 pool,
-                i -> Looked.of(
-                        isStale(
+                i -> isStale(
                                 changes.keys.get(i),
                                 changes.latest.get(i),
                                 found.rows().get(i),
-                                removals),
-                        removals.remembers(changes.keys.get(i))),
+                                removals)
+                        ? Looked.STALE
+                        : removals.remembers(changes.keys.get(i)) ? Looked.REMEMBERED : Looked.NEW,
                 "finding stale changes");
         for (int i = 0; i < n; i++) {
             List<Object> key = changes.keys.get(i);
@@ -127,11 +127,7 @@ final class RowPlan {
         /** Not stale, and the removals index remembers the key. */
         REMEMBERED,
         /** Not stale, and the removals index does not know the key. */
-        NEW;
-
-        static Looked of(boolean stale, boolean remembered) {
-            return stale ? STALE : remembered ? REMEMBERED : NEW;
-        }
+        NEW
     }
 
     /** Whether the table already holds change {@code c} of {@code key} or a newer one, or removed the item since. */
