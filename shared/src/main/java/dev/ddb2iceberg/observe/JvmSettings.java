@@ -25,21 +25,36 @@ public final class JvmSettings {
         t.start();
     }
 
-    /** For example "collectors [PS Scavenge, PS MarkSweep], TieredStopAtLevel=4, 2 processors, max heap 1808 MB". */
+    /**
+     * For example "collectors [PS Scavenge, PS MarkSweep], TieredStopAtLevel=4, 2 processors, heap
+     * 1808 MB from the start (max 1808 MB)": the JVM's own InitialHeapSize and MaxHeapSize.
+     */
     public static String describe() {
         String collectors = ManagementFactory.getGarbageCollectorMXBeans().stream()
                 .map(GarbageCollectorMXBean::getName)
                 .collect(Collectors.joining(", ", "[", "]"));
-        String level;
+        return "collectors " + collectors + ", TieredStopAtLevel=" + option("TieredStopAtLevel") + ", "
+                + Runtime.getRuntime().availableProcessors() + " processors, heap " + megabytes("InitialHeapSize")
+                + " MB from the start (max " + megabytes("MaxHeapSize") + " MB)";
+    }
+
+    /** A size option in MB, or what the JVM says of it when that is not a number. */
+    private static String megabytes(String option) {
+        String value = option(option);
         try {
-            level = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
-                    .getVMOption("TieredStopAtLevel")
+            return Long.toString(Long.parseLong(value) >> 20);
+        } catch (NumberFormatException e) {
+            return value;
+        }
+    }
+
+    private static String option(String name) {
+        try {
+            return ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
+                    .getVMOption(name)
                     .getValue();
         } catch (RuntimeException e) {
-            level = "unknown";
+            return "unknown";
         }
-        return "collectors " + collectors + ", TieredStopAtLevel=" + level + ", "
-                + Runtime.getRuntime().availableProcessors() + " processors, max heap "
-                + (Runtime.getRuntime().maxMemory() >> 20) + " MB";
     }
 }
