@@ -38,6 +38,17 @@ class SlicesTest {
     }
 
     @Test
+    void positionsAreZeroToNMinusOneAndMapInOrderOverLargeLists() {
+        assertEquals(List.of(0, 1, 2, 3, 4), Slices.positions(5), "positions(5)");
+        assertEquals(List.of(), Slices.positions(0), "positions(0)");
+        assertThrows(IndexOutOfBoundsException.class, () -> Slices.positions(3).get(3), "position 3 of 3");
+        List<Integer> mapped = Slices.map(Slices.positions(100_000), pool, i -> 3 * i + 1, "mapping positions");
+        for (int i = 0; i < 100_000; i++) {
+            assertEquals(3 * i + 1, mapped.get(i), "position " + i);
+        }
+    }
+
+    @Test
     void eachSliceGetsStateOfItsOwnThatNoOtherSliceSees() {
         // Each slice's state is a list only its thread appends to: an item found in two states, or a
         // state touched by two threads at once, would show as a count or an order that differs.
