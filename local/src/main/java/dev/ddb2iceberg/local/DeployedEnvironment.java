@@ -15,6 +15,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A function's environment as Lambda would see it once the template is deployed, and which settings
@@ -34,6 +36,8 @@ final class DeployedEnvironment {
 
     /** The destinations a deployed stack can have, by the CATALOG_TYPE they give the functions. */
     static final List<String> CATALOG_TYPES = List.of("glue", "s3tables");
+
+    private static final Pattern SUB_REFERENCE = Pattern.compile("\\$\\{([^}]+)}");
 
     private DeployedEnvironment() {}
 
@@ -93,6 +97,12 @@ final class DeployedEnvironment {
                 && choice.path(2).isValueNode()) {
             return choice.path(1).asText();
         }
+        if (node.path("Fn::Sub").isTextual()) {
+            String text = withDefaults(root, node.path("Fn::Sub").asText());
+            if (text != null) {
+                return text; // JAVA_TOOL_OPTIONS naming the function's memory, say
+            }
+        }
         JsonNode parameter = root.path("Parameters").path(node.path("Ref").asText());
         if (parameter.path("Type").asText().equals("Number") || parameter.has("AllowedValues")) {
             // A number parameter's default (ExportLoadConcurrency), or a choice's (TtlExpiries).
@@ -109,5 +119,20 @@ final class DeployedEnvironment {
             case "HISTORY_TABLE" -> "sample_history";
             default -> "sample";
         };
+    }
+
+    /** A Sub's text with each {@code ${Parameter}} replaced by the parameter's default, or null if one has none. */
+    private static String withDefaults(JsonNode root, String text) {
+        Matcher m = SUB_REFERENCE.matcher(text);
+        StringBuilder out = new StringBuilder();
+        while (m.find()) {
+            JsonNode value = root.path("Parameters").path(m.group(1)).path("Default");
+            if (!value.isValueNode()) {
+                return null;
+            }
+            m.appendReplacement(out, Matcher.quoteReplacement(value.asText()));
+        }
+        m.appendTail(out);
+        return out.toString();
     }
 }

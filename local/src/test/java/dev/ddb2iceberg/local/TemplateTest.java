@@ -21,6 +21,7 @@ import java.io.InputStream;
 import java.lang.reflect.Method;
 import java.net.URL;
 import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -587,7 +588,7 @@ class TemplateTest {
     @Test
     void theFunctionsThatMergeOrCompactRunWithTheParallelCollectorAndTheFullJit() {
         for (String id : TEMPLATE.functionIds()) {
-            String options = variables(id).get("JAVA_TOOL_OPTIONS").asText();
+            String options = deployedEnvironment(id, "glue").get("JAVA_TOOL_OPTIONS");
             if (id.equals("Stager")) {
                 assertEquals("-XX:+TieredCompilation -XX:TieredStopAtLevel=1", options, id);
             } else {
@@ -595,6 +596,54 @@ class TemplateTest {
                 assertFalse(options.contains("TieredStopAtLevel"), id + ": JAVA_TOOL_OPTIONS is " + options);
             }
         }
+    }
+
+    /**
+     * The merger's heap starts at 70 % of the function's memory and keeps Lambda's maximum, for the
+     * smallest, default and largest MergerMemorySize: a real JVM started as Lambda's java runtime
+     * starts it, with {@code -XX:MaxHeapSize} the memory less 240 MB (85 % up to 1.6 GB; the java17
+     * runtime's command lines, BENCHMARKS.md "The whole heap from the start"), and the template's
+     * JAVA_TOOL_OPTIONS. Without MaxRAM the percentage would be of the machine Lambda shows the JVM,
+     * 5.5 GB at 2 GB: the whole heap.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1024, 2048, 10240})
+    void theMergersHeapStartsAtSeventyPercentOfItsMemoryAndKeepsLambdasMaximum(int memoryMb) throws Exception {
+        String sub =
+                variables("Merger").get("JAVA_TOOL_OPTIONS").path("Fn::Sub").asText();
+        String options = sub.replace("${MergerMemorySize}", Integer.toString(memoryMb));
+        assertFalse(options.isEmpty() || options.contains("${"), "Merger's JAVA_TOOL_OPTIONS: " + sub);
+        long mb = 1L << 20;
+        long lambdaMax = memoryMb > 1600 ? (memoryMb - 240) * mb : memoryMb * mb * 85 / 100;
+        ProcessBuilder pb = new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-XX:MaxHeapSize=" + lambdaMax / 1024 + "k",
+                "-XX:+PrintFlagsFinal",
+                "-version");
+        pb.environment().put("JAVA_TOOL_OPTIONS", options);
+        pb.redirectErrorStream(true);
+        Process p = pb.start();
+        String flags = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), "java with JAVA_TOOL_OPTIONS=" + options + ":\n" + flags);
+        long initial = flag(flags, "InitialHeapSize");
+        long max = flag(flags, "MaxHeapSize");
+        // The JVM rounds heap sizes to its alignment (a few MB at most).
+        assertEquals(memoryMb * mb * 70 / 100, initial, 4 * mb, "initial heap at " + memoryMb + " MB, with " + options);
+        assertEquals(lambdaMax, max, 4 * mb, "maximum heap at " + memoryMb + " MB, with " + options);
+        // Outside its heap the JVM held about 250 MB with a 1.8 GB heap (native memory tracking,
+        // BENCHMARKS.md): 176 MB of classes, code and threads, and the collector's tables, 4 % of the heap.
+        long outside = 176 * mb + max * 4 / 100;
+        assertTrue(
+                initial + outside <= memoryMb * mb,
+                "a " + initial / mb + " MB heap from the start leaves less than the " + outside / mb
+                        + " MB the JVM holds beside it in " + memoryMb + " MB");
+    }
+
+    /** A {@code -XX:+PrintFlagsFinal} flag's value. */
+    private static long flag(String flags, String name) {
+        Matcher m = Pattern.compile("\\b" + name + "\\s*=\\s*(\\d+)").matcher(flags);
+        assertTrue(m.find(), name + " is not in the JVM's flags:\n" + flags);
+        return Long.parseLong(m.group(1));
     }
 
     @Test

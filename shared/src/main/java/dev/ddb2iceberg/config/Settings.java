@@ -279,7 +279,7 @@ public final class Settings {
     public static final Setting JAVA_TOOL_OPTIONS = fixed(
             "JAVA_TOOL_OPTIONS",
             "",
-            "JVM options, read by the JVM itself (the template asks for C1 only in the stager, and for the parallel collector with the full JIT in the functions that merge or compact)");
+            "JVM options, read by the JVM itself (the template asks for C1 only in the stager, for the parallel collector with the full JIT in the functions that merge or compact, and in the merger for a heap from 70 % of its memory)");
 
     private static final Map<String, Setting> BY_NAME = byName();
 
