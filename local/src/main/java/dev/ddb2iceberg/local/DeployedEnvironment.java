@@ -98,7 +98,7 @@ final class DeployedEnvironment {
             return choice.path(1).asText();
         }
         if (node.path("Fn::Sub").isTextual()) {
-            String text = withDefaults(root, node.path("Fn::Sub").asText());
+            String text = substituted(root, node.path("Fn::Sub").asText(), Map.of());
             if (text != null) {
                 return text; // JAVA_TOOL_OPTIONS naming the function's memory, say
             }
@@ -121,16 +121,20 @@ final class DeployedEnvironment {
         };
     }
 
-    /** A Sub's text with each {@code ${Parameter}} replaced by the parameter's default, or null if one has none. */
-    private static String withDefaults(JsonNode root, String text) {
+    /**
+     * A Sub's text with each {@code ${Parameter}} replaced by its value in {@code values}, else by the
+     * parameter's default; null if one has neither.
+     */
+    static String substituted(JsonNode root, String text, Map<String, String> values) {
         Matcher m = SUB_REFERENCE.matcher(text);
         StringBuilder out = new StringBuilder();
         while (m.find()) {
-            JsonNode value = root.path("Parameters").path(m.group(1)).path("Default");
-            if (!value.isValueNode()) {
+            String value = values.get(m.group(1));
+            JsonNode byDefault = root.path("Parameters").path(m.group(1)).path("Default");
+            if (value == null && !byDefault.isValueNode()) {
                 return null;
             }
-            m.appendReplacement(out, Matcher.quoteReplacement(value.asText()));
+            m.appendReplacement(out, Matcher.quoteReplacement(value != null ? value : byDefault.asText()));
         }
         m.appendTail(out);
         return out.toString();

@@ -609,10 +609,12 @@ class TemplateTest {
     @ParameterizedTest
     @ValueSource(ints = {1024, 2048, 10240})
     void theMergersHeapStartsAtSeventyPercentOfItsMemoryAndKeepsLambdasMaximum(int memoryMb) throws Exception {
-        String sub =
-                variables("Merger").get("JAVA_TOOL_OPTIONS").path("Fn::Sub").asText();
-        String options = sub.replace("${MergerMemorySize}", Integer.toString(memoryMb));
-        assertFalse(options.isEmpty() || options.contains("${"), "Merger's JAVA_TOOL_OPTIONS: " + sub);
+        JsonNode sub = variables("Merger").get("JAVA_TOOL_OPTIONS");
+        String options = DeployedEnvironment.substituted(
+                ROOT, sub.path("Fn::Sub").asText(), Map.of("MergerMemorySize", Integer.toString(memoryMb)));
+        assertTrue(
+                options != null && options.contains("-XX:MaxRAM=" + memoryMb + "m"),
+                "Merger's JAVA_TOOL_OPTIONS, " + sub + ", do not name its memory as MaxRAM");
         long mb = 1L << 20;
         long lambdaMax = memoryMb > 1600 ? (memoryMb - 240) * mb : memoryMb * mb * 85 / 100;
         ProcessBuilder pb = new ProcessBuilder(
