@@ -294,7 +294,16 @@ public final class IndexEntries {
      * added twice keeps the last. Not thread-safe.
      */
     public static final class Builder {
-        private final Appender packed = new Appender(new String[0], 16);
+        private final Appender packed;
+
+        public Builder() {
+            this(16);
+        }
+
+        /** For about {@code expectedCount} entries: the arrays are not grown and copied on the way there. */
+        public Builder(int expectedCount) {
+            packed = new Appender(new String[0], expectedCount);
+        }
 
         public Builder add(Entry e) {
             return add(e.key(), e.file(), e.position(), e.sequence().toByteArray());
@@ -376,10 +385,13 @@ public final class IndexEntries {
 
         /** The reference of a data file, added to the table if new. */
         int fileId(String file) {
-            return fileIds.computeIfAbsent(file, f -> {
-                files.add(f);
-                return files.size() - 1;
-            });
+            Integer id = fileIds.get(file); // not computeIfAbsent: its lambda would be a new object an entry
+            if (id == null) {
+                id = files.size();
+                files.add(file);
+                fileIds.put(file, id);
+            }
+            return id;
         }
 
         /** False when the key is not above the previous one (a damaged file). */

@@ -222,7 +222,7 @@ public final class IndexLookup implements LiveRowLookup {
         if (readOnly) {
             throw new IllegalStateException("a read-only lookup records nothing");
         }
-        IndexEntries.Builder changes = new IndexEntries.Builder();
+        IndexEntries.Builder changes = new IndexEntries.Builder(entries.size());
         entries.forEach(changes::add);
         IndexEntries delta = changes.build();
         KeyIndex.Written next;

@@ -2,16 +2,20 @@ package dev.ddb2iceberg.staging;
 
 import dev.ddb2iceberg.config.StagingSettings;
 import dev.ddb2iceberg.model.Change;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.S3Object;
@@ -93,9 +97,39 @@ public final class StagingStore {
     }
 
     public List<Change> read(StagedObjectName name) {
-        byte[] bytes =
-                s3.getObjectAsBytes(b -> b.bucket(bucket).key(name.key())).asByteArray();
-        return StagedFormat.read(bytes, name.key());
+        return StagedFormat.read(bytesOf(name.key()), name.key());
+    }
+
+    /**
+     * An object's bytes, read into one array of its length. The SDK's getObjectAsBytes grows a
+     * buffer by doubling and copies it twice: about 14 MB allocated for a 3 MB object, 110 MB of
+     * what a merge of 100,000 changes allocates (30 MB staged), all of it paid for by the collector.
+     * A read that ends short of the length S3 gave is an I/O error (the run fails and the next one
+     * reads the object again), never a damaged object to quarantine.
+     */
+    private byte[] bytesOf(String key) {
+        try (ResponseInputStream<GetObjectResponse> in =
+                s3.getObject(b -> b.bucket(bucket).key(key))) {
+            Long length = in.response().contentLength();
+            if (length == null) {
+                return in.readAllBytes();
+            }
+            if (length > Integer.MAX_VALUE - 8) {
+                throw new IllegalStateException("staged object " + key + " is " + length
+                        + " bytes, more than one array holds; the stager writes objects far smaller");
+            }
+            byte[] bytes = in.readNBytes((int) (long) length);
+            if (bytes.length != length) {
+                throw new IOException("the body ended after " + bytes.length + " of its " + length + " bytes");
+            }
+            // Reading on to the end lets the SDK check the object's checksum and reuse the connection.
+            if (in.read() != -1) {
+                throw new IOException("the body runs past the " + length + " bytes S3 gave as its length");
+            }
+            return bytes;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read staged object " + key + ": " + e.getMessage(), e);
+        }
     }
 
     /**
