@@ -118,9 +118,11 @@ public final class StagingStore {
                 throw new IllegalStateException("staged object " + key + " is " + length
                         + " bytes, more than one array holds; the stager writes objects far smaller");
             }
-            byte[] bytes = in.readNBytes((int) (long) length);
-            if (bytes.length != length) {
-                throw new IOException("the body ended after " + bytes.length + " of its " + length + " bytes");
+            // Into the array itself: readNBytes(int) would read 8 KB chunks and copy them over.
+            byte[] bytes = new byte[(int) (long) length];
+            int read = in.readNBytes(bytes, 0, bytes.length);
+            if (read != bytes.length) {
+                throw new IOException("the body ended after " + read + " of its " + length + " bytes");
             }
             // Reading on to the end lets the SDK check the object's checksum and reuse the connection.
             if (in.read() != -1) {
