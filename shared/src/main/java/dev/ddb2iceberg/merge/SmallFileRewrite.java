@@ -6,6 +6,7 @@ import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.write.MergeWriter;
 import dev.ddb2iceberg.write.ParquetRowCopy;
+import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -285,7 +286,10 @@ final class SmallFileRewrite {
     /** The whole of {@code file} (a small file: folded files are below the fold's threshold), in memory. */
     private static InputFile inMemory(InputFile file) {
         try (SeekableInputStream in = file.newStream()) {
-            return new InMemoryInputFile(file.location(), in.readNBytes(Math.toIntExact(file.getLength())));
+            // Into one array (readNBytes(int) would read 8 KB chunks and copy them over); short: EOFException.
+            byte[] bytes = new byte[Math.toIntExact(file.getLength())];
+            new DataInputStream(in).readFully(bytes);
+            return new InMemoryInputFile(file.location(), bytes);
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot read " + file.location(), e);
         }
