@@ -56,9 +56,7 @@ public final class TableLayout {
 
     private final List<String> keyAttributes;
     private final List<String> keyColumns;
-    /** The struct of the table's rows, and where its key columns are in it (see {@link #keyOf(Record)}). */
-    private final Types.StructType rowStruct;
-
+    /** Where the key columns are in the table's rows (see {@link #keyOf(Record)}). */
     private final int[] rowKeyPositions;
     /** The key columns in the order of the table's columns, and where each key column is among them. */
     private final List<String> keyColumnsInTableOrder;
@@ -118,10 +116,9 @@ public final class TableLayout {
             columns.add(column.name());
         }
         this.keyColumns = List.copyOf(columns);
-        this.rowStruct = schema.asStruct();
         this.rowKeyPositions = new int[keyColumns.size()];
         for (int i = 0; i < keyColumns.size(); i++) {
-            rowKeyPositions[i] = schema.columns().indexOf(schema.findField(keyColumns.get(i)));
+            rowKeyPositions[i] = positionOf(schema, keyColumns.get(i));
         }
         this.keyColumnsInTableOrder = schema.columns().stream()
                 .map(Types.NestedField::name)
@@ -265,7 +262,7 @@ public final class TableLayout {
      * without a lookup.
      */
     private int[] keyPositionsIn(Types.StructType struct) {
-        if (struct == rowStruct) {
+        if (struct == schema.asStruct()) {
             return rowKeyPositions;
         }
         List<Types.NestedField> fields = struct.fields();
