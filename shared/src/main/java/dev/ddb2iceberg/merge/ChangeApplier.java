@@ -29,7 +29,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DeleteWriteResult;
-import org.apache.iceberg.util.StructLikeSet;
+import org.apache.iceberg.util.StructLikeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -106,10 +106,10 @@ public final class ChangeApplier {
         // Each new row's partition, computed once: for the files to fold here, and for the writer.
         long tFold = System.nanoTime();
         List<StructLike> rowPartitions = MergeWriter.partitionsOf(table, plan.rows, pool);
-        StructLikeSet writtenPartitions = StructLikeSet.create(table.spec().partitionType());
-        writtenPartitions.addAll(rowPartitions);
+        StructLikeMap<Integer> newRows = StructLikeMap.create(table.spec().partitionType());
+        rowPartitions.forEach(p -> newRows.merge(p, 1, Integer::sum));
         SmallFileRewrite.Plan files = new SmallFileRewrite(table, options)
-                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), writtenPartitions);
+                .plan(plan.toDelete, found.liveRowsByFile(), found.files(), newRows);
         SmallFileRewrite.Moved moved = SmallFileRewrite.moved(table, layout, files.folded(), pool);
 
         // 5. Write the rows (new and moved), the deletes, and what the lookup records of them.

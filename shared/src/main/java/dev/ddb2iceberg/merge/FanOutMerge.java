@@ -55,7 +55,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.SupportsPrefixOperations;
-import org.apache.iceberg.util.StructLikeSet;
+import org.apache.iceberg.util.StructLikeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -685,7 +685,7 @@ public final class FanOutMerge {
                         toDelete,
                         found.liveRowsByFile(),
                         found.files(),
-                        StructLikeSet.create(table.spec().partitionType()));
+                        StructLikeMap.create(table.spec().partitionType()));
         long tDeletes = System.nanoTime();
         MergeWriter writer = new MergeWriter(table, runId);
         DeleteWriteResult deletes = writer.writeDeletes(files.positional(), pool);

@@ -23,6 +23,7 @@ import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.Record;
@@ -30,7 +31,8 @@ import org.apache.iceberg.inmemory.InMemoryInputFile;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.InputFile;
 import org.apache.iceberg.io.SeekableInputStream;
-import org.apache.iceberg.util.StructLikeSet;
+import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.StructLikeMap;
 
 /**
  * What a merge does with each data file it touches, and which small files it folds in: the part
@@ -42,8 +44,16 @@ import org.apache.iceberg.util.StructLikeSet;
  * open. So a merge folds (rewrites) the partition's small files into its new file, touched or not:
  * their live rows, unchanged (sequence column included), go into the new file, and the old files
  * and their deletes are dropped in the same commit. A partition the merge writes to then holds
- * one small file, which grows merge after merge until it passes {@link MergeOptions#rewriteFilesBelowBytes}
- * and is left to compaction like any other big file.
+ * one small file, which grows merge after merge up to {@link MergeOptions#rewriteFilesBelowBytes}
+ * and is then left to compaction like any other file.
+ *
+ * <p>A fold never takes the partition's new file past that threshold: a small file that would is
+ * left as it is (given deletes if touched), since it already holds at least the threshold less one
+ * merge's rows. Left to grow past it, a file of a busy partition is folded once more than it needs:
+ * at 100,000 changes a merge into 16 partitions (about 1.8 MB of new rows each), files grew 1.8,
+ * 3.6, 5.4 MB against the 4 MB threshold, and the merges moved as many rows as they wrote; now they
+ * end at 3.6 MB after one fold, and the merges move half as many (BENCHMARKS.md, "fifteenth
+ * session"). A merge whose new rows alone fill a partition's file folds nothing into it.
  *
  * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, and
  * moves at most {@link MergeOptions#maxChanges} rows (each is a key index entry, and the key of
@@ -92,23 +102,26 @@ final class SmallFileRewrite {
 
     /**
      * Decides, for each touched file, whether it is dropped (all its live rows go), folded or given
-     * deletes, and which untouched small files of {@code writtenPartitions} (partitions of the
-     * current spec the merge writes rows to) are folded too.
+     * deletes, and which untouched small files of the partitions the merge writes rows to are folded
+     * too; no fold takes a partition's new file past the threshold ({@link NewFiles}).
      *
      * @param toDelete the live rows the merge deletes
      * @param liveRowsByFile live rows of each file, where known
      * @param files every data file of the snapshot the merge plans against
+     * @param newRows how many new rows the merge writes into each partition (of the current spec)
      */
     Plan plan(
             List<LiveRow> toDelete,
             Map<String, Long> liveRowsByFile,
             List<FileScanTask> files,
-            StructLikeSet writtenPartitions) {
+            StructLikeMap<Integer> newRows) {
         Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
         toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
                 .add(r));
         boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
         Budget budget = new Budget(options.rewriteBytesPerMerge(), options.maxChanges());
+        NewFiles newFiles = new NewFiles(
+                options.rewriteFilesBelowBytes(), newRows, files, table.spec().partitionType());
 
         List<DataFile> dropped = new ArrayList<>();
         List<DeleteFile> droppedDeletes = new ArrayList<>();
@@ -119,7 +132,8 @@ final class SmallFileRewrite {
             Long live = liveRowsByFile.get(e.getKey());
             if (live != null && live == e.getValue().size()) {
                 drop(task, dropped, droppedDeletes); // every live row goes: no delete file to write, read or compact
-            } else if (folds && foldable(task) && budget.take(task.file())) {
+            } else if (folds && foldable(task) && newFiles.fits(task.file()) && budget.take(task.file())) {
+                newFiles.add(task.file());
                 drop(task, dropped, droppedDeletes);
                 folded.add(Map.entry(task, e.getValue()));
             } else {
@@ -128,20 +142,24 @@ final class SmallFileRewrite {
         }
 
         int untouched = 0;
-        if (folds && !writtenPartitions.isEmpty()) {
+        if (folds && !newRows.isEmpty()) {
             List<FileScanTask> candidates = new ArrayList<>();
             for (FileScanTask task : files) {
                 if (!byFile.containsKey(task.file().location())
                         && foldable(task)
-                        && writtenPartitions.contains(task.file().partition())) {
+                        && newRows.containsKey(task.file().partition())) {
                     candidates.add(task);
                 }
             }
             candidates.sort(Comparator.comparingLong(t -> t.file().fileSizeInBytes())); // the most files per byte first
             for (FileScanTask task : candidates) {
+                if (!newFiles.fits(task.file())) {
+                    continue; // its partition's new file is full; a smaller file of another may still fit
+                }
                 if (!budget.take(task.file())) {
                     break;
                 }
+                newFiles.add(task.file());
                 drop(task, dropped, droppedDeletes);
                 folded.add(Map.entry(task, List.of()));
                 untouched++;
@@ -170,6 +188,53 @@ final class SmallFileRewrite {
             bytes += file.fileSizeInBytes();
             rows += file.recordCount();
             return true;
+        }
+    }
+
+    /**
+     * Each partition's new file as the folds fill it, in bytes, kept within the fold's threshold.
+     * Its new rows count at the table's bytes a row (its data files' bytes over their rows: the big
+     * files weigh most, so a small file's footer does not pass for row data); the folded files count
+     * whole (what the merge deletes from them is not known per file here, and is small beside the rest).
+     */
+    private static final class NewFiles {
+        private final long threshold;
+        private final StructLikeMap<Integer> newRows;
+        private final double bytesPerRow;
+        private final Map<StructLike, Long> bytes;
+
+        NewFiles(
+                long threshold,
+                StructLikeMap<Integer> newRows,
+                List<FileScanTask> files,
+                Types.StructType partitionType) {
+            this.threshold = threshold;
+            this.newRows = newRows;
+            long size = 0;
+            long rows = 0;
+            for (FileScanTask task : files) {
+                size += task.file().fileSizeInBytes();
+                rows += task.file().recordCount();
+            }
+            this.bytesPerRow = rows == 0 ? 0 : (double) size / rows;
+            this.bytes = StructLikeMap.create(partitionType);
+        }
+
+        /** Whether folding {@code file} keeps its partition's new file within the threshold. */
+        boolean fits(DataFile file) {
+            return size(file) + file.fileSizeInBytes() <= threshold;
+        }
+
+        void add(DataFile file) {
+            bytes.put(file.partition(), size(file) + file.fileSizeInBytes());
+        }
+
+        private long size(DataFile file) {
+            Long now = bytes.get(file.partition());
+            if (now != null) {
+                return now;
+            }
+            return (long) (newRows.getOrDefault(file.partition(), 0) * bytesPerRow);
         }
     }
 

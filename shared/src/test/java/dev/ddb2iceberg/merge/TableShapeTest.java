@@ -276,6 +276,44 @@ class TableShapeTest {
         }
     }
 
+    @Test
+    void aFoldThatWouldTakeThePartitionsNewFilePastTheThresholdIsLeftAndTheFileKeepsItsRows() {
+        env.put("PARTITION_SPEC", "none");
+        configure();
+        KeyedWorkload w = new KeyedWorkload(9, 100_000);
+        List<Change> first = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            first.add(w.upsert(i, Operation.INSERT));
+        }
+        merge(first, settings.options());
+        String small = files().keySet().iterator().next();
+        long size = table().newScan().planFiles().iterator().next().file().fileSizeInBytes();
+        // The file is below the threshold, but it and another 300 new rows are not.
+        MergeOptions threshold = settings.options().withRewriteFilesBelow(size + size / 2);
+
+        // 300 new rows and a change to one of the file's: the file is touched, yet not folded.
+        List<Change> second = new ArrayList<>();
+        for (int i = 300; i < 600; i++) {
+            second.add(w.upsert(i, Operation.INSERT));
+        }
+        second.add(w.upsert(7, Operation.MODIFY));
+        merge(second, threshold);
+        Map<String, List<DeleteFile>> files = files();
+        assertEquals(2, files.size(), "the small file and the merge's new one: " + files.keySet());
+        assertTrue(files.containsKey(small), "the small file stays: " + files.keySet());
+        assertEquals(1, files.get(small).size(), "with one delete file for the changed row: " + files.get(small));
+
+        // Two new rows: one of the two files now fits beside them, the other does not.
+        merge(List.of(w.upsert(600, Operation.INSERT), w.upsert(601, Operation.INSERT)), threshold);
+        Map<String, List<DeleteFile>> after = files();
+        assertEquals(2, after.size(), "one file folded into the new one, one left: " + after.keySet());
+        long kept = files.keySet().stream().filter(after::containsKey).count();
+        assertEquals(
+                1,
+                kept,
+                "exactly one of the two files was folded: before " + files.keySet() + ", after " + after.keySet());
+    }
+
     @ParameterizedTest(name = "key index {0}")
     @ValueSource(booleans = {true, false})
     void aSmallFileAMergeTouchesIsFoldedWithoutADeleteFileAndItsMovedRowsAreFoundByTheNextMerge(boolean keyIndex) {
