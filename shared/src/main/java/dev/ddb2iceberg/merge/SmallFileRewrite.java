@@ -49,11 +49,12 @@ import org.apache.iceberg.util.StructLikeMap;
  *
  * <p>A fold never takes the partition's new file past that threshold: a small file that would is
  * left as it is (given deletes if touched), since it already holds at least the threshold less one
- * merge's rows. Left to grow past it, a file of a busy partition is folded once more than it needs:
+ * merge's rows. When files could grow past it, a busy partition's file was folded one more time:
  * at 100,000 changes a merge into 16 partitions (about 1.8 MB of new rows each), files grew 1.8,
- * 3.6, 5.4 MB against the 4 MB threshold, and the merges moved as many rows as they wrote; now they
- * end at 3.6 MB after one fold, and the merges move half as many (BENCHMARKS.md, "fifteenth
- * session"). A merge whose new rows alone fill a partition's file folds nothing into it.
+ * 3.6, 5.4 MB against the 4 MB threshold, and the merges moved as many rows as they wrote. Now they
+ * end at 3.6 MB after one fold, and the merges move half as many, for a quarter less CPU a merge
+ * (BENCHMARKS.md, "Folds that stop at the threshold"). A merge whose new rows alone fill a
+ * partition's file folds nothing into it.
  *
  * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, and
  * moves at most {@link MergeOptions#maxChanges} rows (each is a key index entry, and the key of
