@@ -60,12 +60,12 @@ import org.apache.iceberg.util.StructLikeMap;
  * moves at most {@link MergeOptions#maxChanges} rows (each is a key index entry, and the key of
  * each is held in memory like the run's changes), so its cost and memory stay bounded: touched
  * small files first (each fold saves a delete file), then the smallest untouched ones. Files the
- * budget leaves are folded by a later merge, and the new file of this one is smaller than the
- * threshold plus one merge's rows.
+ * budget leaves are folded by a later merge, and the new file of this one stays within the
+ * threshold unless its own new rows pass it.
  *
- * <p>Moving a row costs about what writing a new one does, and at a high write rate a merge moves
- * about as many rows as it writes (each partition's new file is folded once before it passes the
- * threshold). So the rows are copied column value by column value from the folded file into the
+ * <p>Moving a row costs about what writing a new one does, and at a high write rate a merge still
+ * moves about half as many rows as it writes (each partition's new file is folded once before it
+ * reaches the threshold). So the rows are copied column value by column value from the folded file into the
  * new one ({@link ParquetRowCopy}), merged in key order with the new rows, never decoded into
  * records: only their keys are read. A file that is not in key order, or whose columns are not the
  * table's (a struct that gained a field since), is read whole instead.
