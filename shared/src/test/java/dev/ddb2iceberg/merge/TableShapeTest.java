@@ -121,6 +121,19 @@ class TableShapeTest {
         return r;
     }
 
+    /** Merges items 0 to 299 of {@code w} into an empty unpartitioned table: its one data file. */
+    private DataFile oneFileOf300Items(KeyedWorkload w) {
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            inserts.add(w.upsert(i, Operation.INSERT));
+        }
+        merge(inserts, settings.options());
+        List<DataFile> files = new ArrayList<>();
+        table().newScan().planFiles().forEach(t -> files.add(t.file()));
+        assertEquals(1, files.size(), "300 new items in one file: " + files);
+        return files.get(0);
+    }
+
     /** The live data files, each with its delete files. */
     private Map<String, List<DeleteFile>> files() {
         return MergerFixture.dataFilesWithDeletes(table());
@@ -255,13 +268,9 @@ class TableShapeTest {
         env.put("PARTITION_SPEC", "none");
         configure();
         KeyedWorkload w = new KeyedWorkload(8, 100_000);
-        List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 300; i++) {
-            inserts.add(w.upsert(i, Operation.INSERT));
-        }
-        merge(inserts, settings.options());
-        String big = files().keySet().iterator().next();
-        long size = table().newScan().planFiles().iterator().next().file().fileSizeInBytes();
+        DataFile first = oneFileOf300Items(w);
+        String big = first.location();
+        long size = first.fileSizeInBytes();
         MergeOptions threshold = settings.options().withRewriteFilesBelow(size); // the file is not below it
         for (int round = 0; round < 3; round++) {
             merge(List.of(w.upsert(round, Operation.MODIFY), w.upsert(1000 + round, Operation.INSERT)), threshold);
@@ -281,13 +290,9 @@ class TableShapeTest {
         env.put("PARTITION_SPEC", "none");
         configure();
         KeyedWorkload w = new KeyedWorkload(9, 100_000);
-        List<Change> first = new ArrayList<>();
-        for (int i = 0; i < 300; i++) {
-            first.add(w.upsert(i, Operation.INSERT));
-        }
-        merge(first, settings.options());
-        String small = files().keySet().iterator().next();
-        long size = table().newScan().planFiles().iterator().next().file().fileSizeInBytes();
+        DataFile first = oneFileOf300Items(w);
+        String small = first.location();
+        long size = first.fileSizeInBytes();
         // The file is below the threshold, but it and another 300 new rows are not.
         MergeOptions threshold = settings.options().withRewriteFilesBelow(size + size / 2);
 
