@@ -42,6 +42,7 @@ public final class CompactionThroughput {
             "on".equals(System.getProperty("bench.keyIndex", MergeOptions.DEFAULTS.keyIndex() ? "on" : "off")));
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         if (args.length == 0) {
             FullSizeCompaction.run(
                     Integer.getInteger("bench.files", 2), Integer.getInteger("bench.rowsPerFile", 4_000_000), 0.10);

@@ -40,6 +40,7 @@ import org.apache.iceberg.io.CloseableIterable;
  */
 public final class DeleteScopeComparison {
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         long rows = args.length > 0 ? Long.parseLong(args[0]) : 1_000_000L;
         int merges = args.length > 1 ? Integer.parseInt(args[1]) : 20;
         int perMerge = 5_000;

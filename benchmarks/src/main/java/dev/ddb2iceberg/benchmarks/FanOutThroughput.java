@@ -61,6 +61,7 @@ public final class FanOutThroughput {
             double commitSeconds) {}
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         long rows = args.length == 0 ? 1_000_000L : Long.parseLong(args[0]);
         Path dir = Files.createTempDirectory("fanout-bench");
         try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {

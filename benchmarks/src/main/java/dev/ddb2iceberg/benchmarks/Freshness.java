@@ -83,6 +83,7 @@ public final class Freshness {
     private record StagedBatch(String token, long[] created, long stagedAt) {}
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         String mode = args.length > 0 ? args[0] : "continuous";
         int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 300;
         boolean continuous = mode.equals("continuous");

@@ -128,6 +128,7 @@ public final class MergeThroughput {
     private static final long SEQ_BASE = 3_000_000_000_000_000_000L;
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         long[] sizes = args.length == 0
                 ? new long[] {1_000_000L}
                 : Arrays.stream(args).mapToLong(Long::parseLong).toArray();

@@ -66,6 +66,7 @@ public final class MetadataGrowth {
     private static final int KEYS = 100_000;
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         int commits = args.length > 0 ? Integer.parseInt(args[0]) : 17_280;
         LogSettings.defaultPipelineLevel(Level.WARN);
         Path dir = Files.createTempDirectory("metadata-bench");

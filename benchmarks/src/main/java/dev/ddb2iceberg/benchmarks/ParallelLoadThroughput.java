@@ -52,6 +52,7 @@ public final class ParallelLoadThroughput {
     private ParallelLoadThroughput() {}
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         long items = Long.parseLong(args[0]);
         int dataFiles = Integer.parseInt(args[1]);
         LogSettings.defaultPipelineLevel(Level.WARN);

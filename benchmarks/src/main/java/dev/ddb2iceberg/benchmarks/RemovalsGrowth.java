@@ -53,6 +53,7 @@ public final class RemovalsGrowth {
     private static final int UPSERTS_PER_MERGE = 80_000;
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         int merges = args.length == 0 ? 160 : Integer.parseInt(args[0]);
         Path dir = Files.createTempDirectory("removals-bench");
         try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {

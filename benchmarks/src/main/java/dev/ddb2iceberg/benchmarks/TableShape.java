@@ -62,6 +62,7 @@ public final class TableShape {
                     Long.getLong("bench.rewritePerMerge", MergeOptions.DEFAULTS.rewriteBytesPerMerge()));
 
     public static void main(String[] args) throws Exception {
+        AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         long[] sizes = args.length == 0
                 ? new long[] {1_000_000L}
                 : Arrays.stream(args).mapToLong(Long::parseLong).toArray();
