@@ -112,6 +112,26 @@ public final class DeletePositionsCache {
         return bitmap.get();
     }
 
+    /**
+     * What {@code index} deletes, as a bitmap the caller may change, or null when a position is past
+     * what a 32-bit bitmap holds. Positions the cache held are copied bitmap to bitmap, not one by one.
+     */
+    static RoaringBitmap copyOf(PositionDeleteIndex index) {
+        if (index instanceof HeldPositions held) {
+            return held.bitmap().clone();
+        }
+        RoaringBitmap copy = new RoaringBitmap();
+        boolean[] fits = {true};
+        index.forEach(p -> {
+            if (p < 0 || p > Integer.MAX_VALUE) {
+                fits[0] = false;
+            } else {
+                copy.add((int) p);
+            }
+        });
+        return fits[0] ? copy : null;
+    }
+
     /** Lookups every file of which was held, and those that had to read from storage. */
     public synchronized long hits() {
         return hits;

@@ -1,16 +1,26 @@
 package dev.ddb2iceberg.write;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import dev.ddb2iceberg.lookup.LiveRow;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.TreeSet;
 import java.util.function.LongConsumer;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileMetadata;
+import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.junit.jupiter.api.Test;
+import org.roaringbitmap.RoaringBitmap;
 
 /**
  * A data file's new delete file holds the positions its earlier delete files deleted and those this
@@ -46,6 +56,76 @@ class CarriedPositionsTest {
                     "round " + round + ": " + earlier.length + " earlier positions"
                             + (shuffled ? " (not ascending)" : "") + " and " + now.size() + " new");
         }
+    }
+
+    @Test
+    void carriedAsABitmapTheyAreTheSamePositionsWhetherTheEarlierOnesWereHeldReadOrNone() {
+        Random random = new Random(7);
+        for (int round = 0; round < 200; round++) {
+            long[] earlier = random.longs(random.nextInt(3_000), 0, 200_000)
+                    .sorted()
+                    .distinct()
+                    .toArray();
+            List<Long> now = new ArrayList<>();
+            for (int i = random.nextInt(300); i > 0; i--) {
+                now.add(
+                        random.nextInt(4) == 0 && earlier.length > 0
+                                ? earlier[random.nextInt(earlier.length)]
+                                : random.nextInt(200_000));
+            }
+            TreeSet<Long> expected = new TreeSet<>(now);
+            Arrays.stream(earlier).forEach(expected::add);
+            long[] want = expected.stream().mapToLong(Long::longValue).toArray();
+
+            // Held by the container's cache (copied bitmap to bitmap), read from storage (listed,
+            // here shuffled), or none yet.
+            DeletePositionsCache cache = new DeletePositionsCache(64 << 20);
+            DeleteFile file = deleteFile("s3://bucket/t/data/f" + round + "-deletes.parquet", earlier.length);
+            cache.put(file, DeletePositionsCache.bitmapOf(earlier));
+            PositionDeleteIndex held = earlier.length == 0 ? null : cache.positions(List.of(file));
+            PositionDeleteIndex read = new ListedPositions(earlier, true, random);
+            Map<String, PositionDeleteIndex> befores = new LinkedHashMap<>();
+            befores.put("read", read);
+            befores.put(held == null ? "none" : "held", held);
+            for (Map.Entry<String, PositionDeleteIndex> before : befores.entrySet()) {
+                RoaringBitmap carried = MergeWriter.carry(before.getValue(), rows(now));
+                String what = "round " + round + ": " + earlier.length + " earlier positions (" + before.getKey()
+                        + ") and " + now.size() + " new";
+                assertNotNull(carried, what);
+                assertArrayEquals(want, MergeWriter.positionsIn(carried), what);
+                assertEquals(want.length, carried.getLongCardinality(), what);
+            }
+            if (held != null) {
+                assertEquals(
+                        earlier.length,
+                        held.cardinality(),
+                        "round " + round + ": carrying copies the held positions and leaves them as they were");
+            }
+        }
+    }
+
+    @Test
+    void positionsPast32BitsAreNotCarriedAsABitmap() {
+        long past = Integer.MAX_VALUE + 1L;
+        assertNull(MergeWriter.carry(null, rows(List.of(3L, past))), "a new position past 2^31");
+        assertNull(
+                MergeWriter.carry(new ListedPositions(new long[] {1, past}, false, new Random(1)), rows(List.of(3L))),
+                "an earlier position past 2^31");
+        assertArrayEquals(
+                new long[] {1, 3, past},
+                MergeWriter.positionsOf(
+                        new ListedPositions(new long[] {1, past}, false, new Random(1)), rows(List.of(3L))),
+                "such positions go through the arrays");
+    }
+
+    private static DeleteFile deleteFile(String location, long positions) {
+        return FileMetadata.deleteFileBuilder(PartitionSpec.unpartitioned())
+                .ofPositionDeletes()
+                .withPath(location)
+                .withFormat(FileFormat.PARQUET)
+                .withFileSizeInBytes(1000)
+                .withRecordCount(positions)
+                .build();
     }
 
     @Test
