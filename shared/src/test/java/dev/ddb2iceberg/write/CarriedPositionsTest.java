@@ -15,9 +15,6 @@ import java.util.Random;
 import java.util.TreeSet;
 import java.util.function.LongConsumer;
 import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileFormat;
-import org.apache.iceberg.FileMetadata;
-import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.junit.jupiter.api.Test;
 import org.roaringbitmap.RoaringBitmap;
@@ -32,26 +29,15 @@ class CarriedPositionsTest {
     void earlierAndNewPositionsAreMergedAscendingAndDistinct() {
         Random random = new Random(42);
         for (int round = 0; round < 200; round++) {
-            long[] earlier = random.longs(random.nextInt(2_000), 0, 5_000)
-                    .sorted()
-                    .distinct()
-                    .toArray();
-            List<Long> now = new ArrayList<>();
-            for (int i = random.nextInt(300); i > 0; i--) {
-                // Some of this merge's positions repeat an earlier one or each other.
-                now.add(
-                        random.nextInt(4) == 0 && earlier.length > 0
-                                ? earlier[random.nextInt(earlier.length)]
-                                : random.nextInt(5_000));
-            }
+            Round drawn = Round.draw(random, 2_000, 5_000);
+            long[] earlier = drawn.earlier();
+            List<Long> now = drawn.now();
             boolean shuffled = round % 2 == 1;
             long[] got = MergeWriter.positionsOf(
                     earlier.length == 0 && round % 3 == 0 ? null : new ListedPositions(earlier, shuffled, random),
                     rows(now));
-            TreeSet<Long> expected = new TreeSet<>(now);
-            Arrays.stream(earlier).forEach(expected::add);
             assertArrayEquals(
-                    expected.stream().mapToLong(Long::longValue).toArray(),
+                    drawn.expected(),
                     got,
                     "round " + round + ": " + earlier.length + " earlier positions"
                             + (shuffled ? " (not ascending)" : "") + " and " + now.size() + " new");
@@ -62,25 +48,16 @@ class CarriedPositionsTest {
     void carriedAsABitmapTheyAreTheSamePositionsWhetherTheEarlierOnesWereHeldReadOrNone() {
         Random random = new Random(7);
         for (int round = 0; round < 200; round++) {
-            long[] earlier = random.longs(random.nextInt(3_000), 0, 200_000)
-                    .sorted()
-                    .distinct()
-                    .toArray();
-            List<Long> now = new ArrayList<>();
-            for (int i = random.nextInt(300); i > 0; i--) {
-                now.add(
-                        random.nextInt(4) == 0 && earlier.length > 0
-                                ? earlier[random.nextInt(earlier.length)]
-                                : random.nextInt(200_000));
-            }
-            TreeSet<Long> expected = new TreeSet<>(now);
-            Arrays.stream(earlier).forEach(expected::add);
-            long[] want = expected.stream().mapToLong(Long::longValue).toArray();
+            Round drawn = Round.draw(random, 3_000, 200_000);
+            long[] earlier = drawn.earlier();
+            List<Long> now = drawn.now();
+            long[] want = drawn.expected();
 
             // Held by the container's cache (copied bitmap to bitmap), read from storage (listed,
             // here shuffled), or none yet.
             DeletePositionsCache cache = new DeletePositionsCache(64 << 20);
-            DeleteFile file = deleteFile("s3://bucket/t/data/f" + round + "-deletes.parquet", earlier.length);
+            DeleteFile file = DeletePositionsCacheTest.deleteFile(
+                    "s3://bucket/t/data/f" + round + "-deletes.parquet", earlier.length);
             cache.put(file, DeletePositionsCache.bitmapOf(earlier));
             PositionDeleteIndex held = earlier.length == 0 ? null : cache.positions(List.of(file));
             PositionDeleteIndex read = new ListedPositions(earlier, true, random);
@@ -118,16 +95,6 @@ class CarriedPositionsTest {
                 "such positions go through the arrays");
     }
 
-    private static DeleteFile deleteFile(String location, long positions) {
-        return FileMetadata.deleteFileBuilder(PartitionSpec.unpartitioned())
-                .ofPositionDeletes()
-                .withPath(location)
-                .withFormat(FileFormat.PARQUET)
-                .withFileSizeInBytes(1000)
-                .withRecordCount(positions)
-                .build();
-    }
-
     @Test
     void mergingKeepsEachPositionOnce() {
         assertArrayEquals(
@@ -135,6 +102,31 @@ class CarriedPositionsTest {
                 MergeWriter.mergeDistinct(new long[] {1, 2, 3, 5}, new long[] {0, 2, 2, 5, 8}));
         assertArrayEquals(new long[] {4}, MergeWriter.mergeDistinct(new long[] {}, new long[] {4, 4}));
         assertArrayEquals(new long[] {}, MergeWriter.mergeDistinct(new long[] {}, new long[] {}));
+    }
+
+    /** A data file's earlier positions (ascending, distinct) and this merge's (some repeating an earlier one or each other). */
+    private record Round(long[] earlier, List<Long> now) {
+        static Round draw(Random random, int mostEarlier, int below) {
+            long[] earlier = random.longs(random.nextInt(mostEarlier), 0, below)
+                    .sorted()
+                    .distinct()
+                    .toArray();
+            List<Long> now = new ArrayList<>();
+            for (int i = random.nextInt(300); i > 0; i--) {
+                now.add(
+                        random.nextInt(4) == 0 && earlier.length > 0
+                                ? earlier[random.nextInt(earlier.length)]
+                                : random.nextInt(below));
+            }
+            return new Round(earlier, now);
+        }
+
+        /** Both, ascending, each once. */
+        long[] expected() {
+            TreeSet<Long> all = new TreeSet<>(now);
+            Arrays.stream(earlier).forEach(all::add);
+            return all.stream().mapToLong(Long::longValue).toArray();
+        }
     }
 
     private static List<LiveRow> rows(List<Long> positions) {

@@ -196,7 +196,7 @@ class DeletePositionsCacheTest {
         return new ArrayList<>(positions);
     }
 
-    private static DeleteFile deleteFile(String location, long positions) {
+    static DeleteFile deleteFile(String location, long positions) {
         return FileMetadata.deleteFileBuilder(PartitionSpec.unpartitioned())
                 .ofPositionDeletes()
                 .withPath(location)
