@@ -489,10 +489,7 @@ public final class MergeWriter {
                         dataFile,
                         positions,
                         settings);
-                return new FileDeletes(
-                        written,
-                        before == null ? List.of() : before.deleteFiles(),
-                        all != null ? all : DeletePositionsCache.bitmapOf(positions));
+                return new FileDeletes(written, before == null ? List.of() : before.deleteFiles(), all);
             }));
         }
         List<DeleteFile> written = new ArrayList<>();
