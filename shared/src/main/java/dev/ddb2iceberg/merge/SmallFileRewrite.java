@@ -52,9 +52,11 @@ import org.apache.iceberg.util.StructLikeMap;
  * merge's rows. When files could grow past it, a busy partition's file was folded one more time:
  * at 100,000 changes a merge into 16 partitions (about 1.8 MB of new rows each), files grew 1.8,
  * 3.6, 5.4 MB against the 4 MB threshold, and the merges moved as many rows as they wrote. Now they
- * end at 3.6 MB after one fold, and the merges move half as many, for a quarter less CPU a merge
- * (BENCHMARKS.md, "Folds that stop at the threshold"). A merge whose new rows alone fill a
- * partition's file folds nothing into it.
+ * end at 3.6 MB after one fold, and the merges move half as many: a quarter less CPU a merge in the
+ * first half-hour after a compaction, but over a whole hour the two rules tie, as the rule leaves
+ * 1.5 times the data files and each costs every later merge a delete file (BENCHMARKS.md, "Folds
+ * that stop at the threshold" and "An hour and a half of merges"). A merge whose new rows alone
+ * fill a partition's file folds nothing into it.
  *
  * <p>Each merge folds at most {@link MergeOptions#rewriteBytesPerMerge} bytes of existing files, and
  * moves at most {@link MergeOptions#maxChanges} rows (each is a key index entry, and the key of
