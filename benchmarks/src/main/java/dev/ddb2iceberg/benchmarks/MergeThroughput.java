@@ -114,6 +114,11 @@ public final class MergeThroughput {
     private static final boolean STAGE_AHEAD = Boolean.parseBoolean(System.getProperty("bench.stageAhead", "true"));
     /** {@code -Dbench.history=on}: the merger also keeps a change history (HISTORY_TABLE). */
     private static final boolean HISTORY = "on".equals(System.getProperty("bench.history", "off"));
+    /**
+     * {@code -Dbench.formatVersion=3}: the table in Iceberg format v3 (TABLE_FORMAT_VERSION), whose
+     * merges write one Puffin file of deletion vectors instead of a position delete file per data file.
+     */
+    private static final int FORMAT_VERSION = Integer.getInteger("bench.formatVersion", 2);
     /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
     private static final String[] REMOVALS =
             System.getProperty("bench.removals", "delete,hard").split(",");
@@ -122,6 +127,7 @@ public final class MergeThroughput {
             + (PRIME > 0 ? ", warm" : "")
             + (NARROW ? ", narrow items" : "")
             + (HISTORY ? ", change history" : "")
+            + (FORMAT_VERSION != 2 ? ", format v" + FORMAT_VERSION : "")
             + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard")
                     ? ""
                     : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
@@ -194,6 +200,7 @@ public final class MergeThroughput {
         if (HISTORY) {
             variables.put("HISTORY_TABLE", name + "_history");
         }
+        variables.put("TABLE_FORMAT_VERSION", Integer.toString(FORMAT_VERSION));
         variables.put("TTL_EXPIRIES", REMOVALS[0]);
         variables.put("DELETES", REMOVALS[1]);
         Environment env = new Environment(variables);
