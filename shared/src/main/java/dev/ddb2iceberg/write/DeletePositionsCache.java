@@ -9,7 +9,6 @@ import java.util.function.LongConsumer;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
 import org.roaringbitmap.RoaringBitmap;
-import org.roaringbitmap.RoaringBitmapWriter;
 
 /**
  * What a warm container remembers of the delete files it wrote or read: the row positions each
@@ -96,20 +95,6 @@ public final class DeletePositionsCache {
     synchronized void clear() {
         held.clear();
         bytes = 0;
-    }
-
-    /** Ascending positions as a bitmap, or null when one is past what a 32-bit bitmap holds. */
-    static RoaringBitmap bitmapOf(long[] positions) {
-        if (positions.length > 0 && positions[positions.length - 1] > Integer.MAX_VALUE) {
-            return null;
-        }
-        // The writer fills one container at a time from ascending values, where add() looks each
-        // value's container up again: late in the hour a merge holds millions of positions.
-        RoaringBitmapWriter<RoaringBitmap> bitmap = RoaringBitmapWriter.writer().get();
-        for (long p : positions) {
-            bitmap.add((int) p);
-        }
-        return bitmap.get();
     }
 
     /**

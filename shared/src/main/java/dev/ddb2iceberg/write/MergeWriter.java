@@ -428,9 +428,7 @@ public final class MergeWriter {
      */
     private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, ExecutorService pool) {
         DeleteGranularity granularity = deleteGranularity(table);
-        Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
-        rows.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
-                .add(r));
+        Map<String, List<LiveRow>> byFile = byDataFile(rows);
         if (granularity == DeleteGranularity.FILE && PositionDeleteFileWriter.handles(table)) {
             return writeFileScopedDeletes(byFile, rows, pool);
         }
@@ -679,24 +677,18 @@ public final class MergeWriter {
          * the file's own, so a wrong idea of the file is never held.)
          */
         void remember(DeleteWriteResult result, List<LiveRow> rows) {
-            Map<String, List<LiveRow>> byFile = new HashMap<>();
-            rows.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
-                    .add(r));
+            Map<String, List<LiveRow>> byFile = byDataFile(rows);
             for (DeleteFile file : result.deleteFiles()) {
                 String dataFile = ContentFileUtil.referencedDataFileLocation(file);
                 List<LiveRow> deletedNow = dataFile == null ? null : byFile.get(dataFile);
                 if (deletedNow != null) {
-                    hold(file, positionsOf(carried.get(dataFile), deletedNow));
+                    // Null past 2^31, where the cache holds none.
+                    RoaringBitmap all = carry(carried.get(dataFile), deletedNow);
+                    if (all != null) {
+                        heldDeletes.put(file, all);
+                    }
                 }
             }
-        }
-    }
-
-    /** Holds what a delete file just written deletes, for the next merge in this container. */
-    private void hold(DeleteFile file, long[] positions) {
-        RoaringBitmap bitmap = DeletePositionsCache.bitmapOf(positions);
-        if (bitmap != null) {
-            heldDeletes.put(file, bitmap);
         }
     }
 
@@ -724,6 +716,18 @@ public final class MergeWriter {
                 .format(FileFormat.PUFFIN)
                 .build();
         CarriedDeletes carried = new CarriedDeletes(rows, ContentFileUtil::isDV);
+        if (DeletionVectorWriter.handles(table)) {
+            List<DeletionVectorWriter.Vector> vectors = vectors(rows, carried);
+            if (vectors != null) {
+                DeleteWriteResult result =
+                        DeletionVectorWriter.write(table, files.newOutputFile().encryptingOutputFile(), vectors);
+                for (int i = 0; i < vectors.size(); i++) {
+                    heldDeletes.put(result.deleteFiles().get(i), vectors.get(i).positions());
+                }
+                return result;
+            }
+        }
+        // Iceberg's writer: an encrypted table, or a position past 2^31.
         BaseDVFileWriter writer = new BaseDVFileWriter(files, carried::apply);
         try (writer) {
             for (LiveRow row : rows) {
@@ -735,5 +739,33 @@ public final class MergeWriter {
         }
         carried.remember(writer.result(), rows);
         return writer.result();
+    }
+
+    /** The rows by the data file that holds them, in the order the files first come. */
+    private static Map<String, List<LiveRow>> byDataFile(List<LiveRow> rows) {
+        Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
+        rows.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
+                .add(r));
+        return byFile;
+    }
+
+    /**
+     * Each touched data file's new deletion vector: its earlier positions and this merge's, as a
+     * bitmap. Null when a position is past 2^31 (a file of more rows than any writer here makes).
+     */
+    private static List<DeletionVectorWriter.Vector> vectors(List<LiveRow> rows, CarriedDeletes carried) {
+        Map<String, List<LiveRow>> byFile = byDataFile(rows);
+        List<DeletionVectorWriter.Vector> vectors = new ArrayList<>(byFile.size());
+        for (List<LiveRow> fileRows : byFile.values()) {
+            DataFile dataFile = fileRows.get(0).task().file();
+            PositionDeleteIndex before = carried.apply(dataFile.location());
+            RoaringBitmap all = carry(before, fileRows);
+            if (all == null) {
+                return null;
+            }
+            vectors.add(new DeletionVectorWriter.Vector(
+                    dataFile, all, before == null ? List.of() : List.copyOf(before.deleteFiles())));
+        }
+        return vectors;
     }
 }

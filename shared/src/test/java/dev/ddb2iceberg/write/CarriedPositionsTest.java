@@ -58,7 +58,10 @@ class CarriedPositionsTest {
             DeletePositionsCache cache = new DeletePositionsCache(64 << 20);
             DeleteFile file = DeletePositionsCacheTest.deleteFile(
                     "s3://bucket/t/data/f" + round + "-deletes.parquet", earlier.length);
-            cache.put(file, DeletePositionsCache.bitmapOf(earlier));
+            cache.put(
+                    file,
+                    RoaringBitmap.bitmapOf(
+                            Arrays.stream(earlier).mapToInt(p -> (int) p).toArray()));
             PositionDeleteIndex held = earlier.length == 0 ? null : cache.positions(List.of(file));
             PositionDeleteIndex read = new ListedPositions(earlier, true, random);
             Map<String, PositionDeleteIndex> befores = new LinkedHashMap<>();

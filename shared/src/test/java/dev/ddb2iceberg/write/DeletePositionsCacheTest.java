@@ -129,22 +129,6 @@ class DeletePositionsCacheTest {
     }
 
     @Test
-    void ascendingPositionsBecomeTheBitmapOfExactlyThemAcrossContainers() {
-        // Sparse, dense and run-shaped stretches, over several 65,536-wide containers.
-        List<Long> expected = new ArrayList<>();
-        for (long p = 0; p < 300_000; p += p < 70_000 ? 7 : p < 140_000 ? 1 : 301) {
-            expected.add(p);
-        }
-        expected.add((long) Integer.MAX_VALUE);
-        long[] positions = expected.stream().mapToLong(Long::longValue).toArray();
-        RoaringBitmap bitmap = DeletePositionsCache.bitmapOf(positions);
-        List<Long> got = new ArrayList<>();
-        bitmap.forEach((int p) -> got.add((long) p));
-        assertEquals(expected, got);
-        assertNull(DeletePositionsCache.bitmapOf(new long[] {1, Integer.MAX_VALUE + 1L}), "past 32 bits: none");
-    }
-
-    @Test
     void theLeastRecentlyUsedPositionsGoWhenTheBudgetIsPassed() {
         RoaringBitmap thousand = new RoaringBitmap();
         for (int p = 0; p < 2000; p += 2) {
