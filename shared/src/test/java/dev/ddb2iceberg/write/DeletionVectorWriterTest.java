@@ -6,10 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
-import dev.ddb2iceberg.model.Change;
-import dev.ddb2iceberg.model.Operation;
-import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.MergerFixture;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -65,7 +61,7 @@ class DeletionVectorWriterTest {
     }
 
     private void assertWritesIcebergsVector(EmbeddedS3Server server, long[] positions) throws IOException {
-        Table table = v3Table(server);
+        Table table = PositionDeleteFileWriterTest.mergedTable(server, dir, Map.of("TABLE_FORMAT_VERSION", "3"));
         assertTrue(DeletionVectorWriter.handles(table), "a table without encryption");
         DataFile dataFile;
         try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
@@ -119,20 +115,6 @@ class DeletionVectorWriterTest {
         List<Long> read = new ArrayList<>();
         reader.loadPositionDeletes(List.of(o), dataFile.location()).forEach(read::add);
         assertEquals(Arrays.stream(positions).boxed().toList(), read, "Iceberg's reader reads the positions");
-    }
-
-    /** A format v3 table with one data file the merger wrote. */
-    private Table v3Table(EmbeddedS3Server server) {
-        MergerFixture fixture =
-                new MergerFixture(server, dir, Map.of("PARTITION_SPEC", "bucket(4, pk)", "TABLE_FORMAT_VERSION", "3"));
-        KeyedWorkload w = new KeyedWorkload(31, 1000);
-        List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 400; i++) {
-            inserts.add(w.upsert(i, Operation.INSERT));
-        }
-        fixture.stage(inserts);
-        fixture.merger().run();
-        return fixture.table();
     }
 
     /** Iceberg's own writer's vector for {@code positions}, merged with what {@code previous} gives. */

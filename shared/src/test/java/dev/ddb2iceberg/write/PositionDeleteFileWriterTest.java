@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -74,15 +75,7 @@ class PositionDeleteFileWriterTest {
 
     private void assertWritesIcebergsFile(EmbeddedS3Server server, LongFunction<long[]> positionsFor)
             throws IOException {
-        MergerFixture fixture = new MergerFixture(server, dir, Map.of("PARTITION_SPEC", "bucket(4, pk)"));
-        KeyedWorkload w = new KeyedWorkload(31, 1000);
-        List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 400; i++) {
-            inserts.add(w.upsert(i, Operation.INSERT));
-        }
-        fixture.stage(inserts);
-        fixture.merger().run();
-        Table table = fixture.table();
+        Table table = mergedTable(server, dir, Map.of());
         assertTrue(PositionDeleteFileWriter.handles(table), "a Parquet table without encryption");
         DataFile dataFile;
         try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
@@ -154,6 +147,24 @@ class PositionDeleteFileWriterTest {
             assertEquals(t.getStatistics(), o.getStatistics(), column + ": statistics");
             assertEquals(t.getCodec(), o.getCodec(), column + ": codec");
         }
+    }
+
+    /**
+     * A table (four buckets, and {@code settings}) after one merge of 400 new items, for a data
+     * file to write deletes for.
+     */
+    static Table mergedTable(EmbeddedS3Server server, Path dir, Map<String, String> settings) {
+        Map<String, String> env = new HashMap<>(settings);
+        env.put("PARTITION_SPEC", "bucket(4, pk)");
+        MergerFixture fixture = new MergerFixture(server, dir, env);
+        KeyedWorkload w = new KeyedWorkload(31, 1000);
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 400; i++) {
+            inserts.add(w.upsert(i, Operation.INSERT));
+        }
+        fixture.stage(inserts);
+        fixture.merger().run();
+        return fixture.table();
     }
 
     /** The one row group's column chunks of a Parquet file, by column. */
