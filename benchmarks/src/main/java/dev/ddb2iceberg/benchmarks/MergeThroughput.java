@@ -119,6 +119,13 @@ public final class MergeThroughput {
      * merges write one Puffin file of deletion vectors instead of a position delete file per data file.
      */
     private static final int FORMAT_VERSION = Integer.getInteger("bench.formatVersion", 2);
+    /**
+     * {@code -Dbench.deleteGranularity=partition}: the table's {@code write.delete.granularity}, so a
+     * v2 merge writes one delete file per partition with only its own positions, instead of one per
+     * data file carrying every position deleted since compaction: what the cheapest v2 deletes could
+     * save a merge (BENCHMARKS.md, "Delete files" for what readers pay for them).
+     */
+    private static final String DELETE_GRANULARITY = System.getProperty("bench.deleteGranularity");
     /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
     private static final String[] REMOVALS =
             System.getProperty("bench.removals", "delete,hard").split(",");
@@ -128,6 +135,7 @@ public final class MergeThroughput {
             + (NARROW ? ", narrow items" : "")
             + (HISTORY ? ", change history" : "")
             + (FORMAT_VERSION != 2 ? ", format v" + FORMAT_VERSION : "")
+            + (DELETE_GRANULARITY != null ? ", " + DELETE_GRANULARITY + "-scoped deletes" : "")
             + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard")
                     ? ""
                     : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
@@ -235,6 +243,11 @@ public final class MergeThroughput {
                 TableIdentifier.of(tableSettings.namespace(), tableSettings.name()),
                 tableSettings,
                 List.of(change(0, Operation.INSERT, 0, new Random(0))));
+        if (DELETE_GRANULARITY != null) {
+            table.updateProperties()
+                    .set(TableProperties.DELETE_GRANULARITY, DELETE_GRANULARITY)
+                    .commit();
+        }
         bulkLoad(table, rows);
         System.out.printf("loaded %,d rows in %.1f s%n", rows, (System.nanoTime() - t0) / 1e9);
 
