@@ -126,6 +126,11 @@ public final class MergeThroughput {
      * save a merge (BENCHMARKS.md, "Delete files" for what readers pay for them).
      */
     private static final String DELETE_GRANULARITY = System.getProperty("bench.deleteGranularity");
+    /**
+     * {@code -Dbench.deletePageVersion=v2}: the table's {@code write.delete.parquet.page-version}, so a
+     * v2 merge's delete files hold their positions delta-encoded in Parquet's v2 pages.
+     */
+    private static final String DELETE_PAGE_VERSION = System.getProperty("bench.deletePageVersion");
     /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
     private static final String[] REMOVALS =
             System.getProperty("bench.removals", "delete,hard").split(",");
@@ -136,6 +141,7 @@ public final class MergeThroughput {
             + (HISTORY ? ", change history" : "")
             + (FORMAT_VERSION != 2 ? ", format v" + FORMAT_VERSION : "")
             + (DELETE_GRANULARITY != null ? ", " + DELETE_GRANULARITY + "-scoped deletes" : "")
+            + (DELETE_PAGE_VERSION != null ? ", delete files in " + DELETE_PAGE_VERSION + " pages" : "")
             + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard")
                     ? ""
                     : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
@@ -246,6 +252,11 @@ public final class MergeThroughput {
         if (DELETE_GRANULARITY != null) {
             table.updateProperties()
                     .set(TableProperties.DELETE_GRANULARITY, DELETE_GRANULARITY)
+                    .commit();
+        }
+        if (DELETE_PAGE_VERSION != null) {
+            table.updateProperties()
+                    .set(TableProperties.DELETE_PARQUET_PAGE_VERSION, DELETE_PAGE_VERSION)
                     .commit();
         }
         bulkLoad(table, rows);

@@ -24,9 +24,11 @@ import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.RandomValues;
 import dev.ddb2iceberg.testkit.TeamNamesWorkload;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -39,12 +41,19 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.TableUtil;
+import org.apache.iceberg.UpdateProperties;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.column.Encoding;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.io.LocalInputFile;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -56,8 +65,8 @@ import org.slf4j.event.Level;
  * Spark runtime, started with the documented {@code spark-sql} packages and settings (docs/getting-started/local.md), reads
  * tables the pipeline wrote on the S3 server and the SQLite catalog, and must see exactly the
  * source table, every attribute and nested value, whether it sits in a typed column or in
- * {@code _ddb_overflow}. One table per situation a reader meets: live position delete files,
- * compacted files, format v3 deletion vectors, an evolved schema with widened numbers, and an
+ * {@code _ddb_overflow}. One table per situation a reader meets: live position delete files (in
+ * Parquet's v1 pages, and in v2 pages), compacted files, format v3 deletion vectors, an evolved schema with widened numbers, and an
  * initial load from a DynamoDB export (whose files the test writes in DynamoDB's documented
  * layout: DynamoDB cannot run here).
  *
@@ -82,6 +91,7 @@ class SparkReadsPipelineTablesTest {
         LocalStack stack = new LocalStack(server, "local", dir);
 
         TABLES.put("orders", ordersWithLivePositionDeletes(stack));
+        TABLES.put("orders_v2_pages", ordersWithDeletesInV2Pages(stack));
         TABLES.put("orders_compacted", ordersCompacted(stack));
         TABLES.put("items_v3", itemsWithDeletionVectors(stack));
         TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
@@ -152,10 +162,54 @@ class SparkReadsPipelineTablesTest {
                 stack,
                 "orders",
                 1,
-                Map.of("HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark", "DELETES", "soft"));
+                Map.of("HISTORY_TABLE", "orders_history", "TTL_EXPIRIES", "mark", "DELETES", "soft"),
+                Map.of());
     }
 
-    private static PipelineTable orders(LocalStack stack, String name, long seed, Map<String, String> settings) {
+    /**
+     * The same kind of table whose delete files are in Parquet's v2 pages (the table asks for them
+     * with Iceberg's {@code write.delete.parquet.page-version}), their positions delta-encoded.
+     */
+    private static PipelineTable ordersWithDeletesInV2Pages(LocalStack stack) {
+        PipelineTable t = orders(
+                stack, "orders_v2_pages", 9, Map.of(), Map.of(TableProperties.DELETE_PARQUET_PAGE_VERSION, "v2"));
+        assertTrue(deleteFilesInV2Pages(t) > 0, "the table has live delete files in v2 pages");
+        return t;
+    }
+
+    /** Live position delete files of the table whose positions are in v2 pages (delta-encoded). */
+    private static long deleteFilesInV2Pages(PipelineTable t) {
+        long n = 0;
+        try (CloseableIterable<FileScanTask> tasks = t.table().newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                for (DeleteFile d : task.deletes()) {
+                    Path local = Files.createTempFile(dir, "deletes", ".parquet");
+                    try (InputStream in =
+                            t.table().io().newInputFile(d.location()).newStream()) {
+                        Files.copy(in, local, StandardCopyOption.REPLACE_EXISTING);
+                    }
+                    try (ParquetFileReader reader = ParquetFileReader.open(
+                            new LocalInputFile(local),
+                            ParquetReadOptions.builder().build())) {
+                        boolean delta = reader.getFooter().getBlocks().get(0).getColumns().stream()
+                                .anyMatch(c -> c.getEncodings().contains(Encoding.DELTA_BINARY_PACKED));
+                        n += delta ? 1 : 0;
+                    }
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return n;
+    }
+
+    /** {@code tableProperties} are set on the table once its first merge has made it. */
+    private static PipelineTable orders(
+            LocalStack stack,
+            String name,
+            long seed,
+            Map<String, String> settings,
+            Map<String, String> tableProperties) {
         // Merges that give touched files deletes instead of folding them (REWRITE_FILES_BELOW_BYTES=0),
         // so Spark meets position deletes carried from merge to merge (one file per data file), and
         // compaction has files to rewrite. The other tables fold, as merges do by default.
@@ -168,6 +222,11 @@ class SparkReadsPipelineTablesTest {
                 t.stage(shard.changes());
             }
             t.merge();
+            if (minute == 0 && !tableProperties.isEmpty()) {
+                UpdateProperties update = t.table().updateProperties();
+                tableProperties.forEach(update::set);
+                update.commit();
+            }
         }
         assertTrue(t.summary("total-position-deletes") > 0, "the orders table has live position deletes");
         return t;
@@ -175,7 +234,7 @@ class SparkReadsPipelineTablesTest {
 
     /** The same kind of table after maintenance compacted it: deletes applied, files rewritten. */
     private static PipelineTable ordersCompacted(LocalStack stack) {
-        PipelineTable t = orders(stack, "orders_compacted", 2, Map.of());
+        PipelineTable t = orders(stack, "orders_compacted", 2, Map.of(), Map.of());
         MaintenanceResult r = t.compact();
         assertTrue(r.compaction().filesRewritten() > 0, () -> "compaction rewrote files: " + r);
         assertEquals(0, t.summary("total-delete-files"), "no delete file is left after compaction");
@@ -417,6 +476,11 @@ class SparkReadsPipelineTablesTest {
     @Test
     void sparkSeesTheSourceTableThroughLivePositionDeleteFiles() {
         assertSparkSeesTheSource("orders");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableThroughDeleteFilesInV2Pages() {
+        assertSparkSeesTheSource("orders_v2_pages");
     }
 
     @Test

@@ -411,6 +411,16 @@ public final class MergeWriter {
     }
 
     /**
+     * What a merge's position delete files are written with: the table's properties, with the
+     * merge's own defaults ({@link #mergeFileSettings}) laid over them.
+     */
+    static Map<String, String> deleteFileSettings(Map<String, String> props) {
+        Map<String, String> settings = new HashMap<>(props);
+        settings.putAll(mergeFileSettings(props));
+        return settings;
+    }
+
+    /**
      * Deletes for these rows; the result also names the delete files they replace (a data file's
      * previous file-scoped deletes or deletion vector, whose positions the new file carries).
      */
@@ -466,8 +476,7 @@ public final class MergeWriter {
     private DeleteWriteResult writeFileScopedDeletes(
             Map<String, List<LiveRow>> byFile, List<LiveRow> rows, ExecutorService pool) {
         CarriedDeletes carried = new CarriedDeletes(rows, d -> d.content() == FileContent.POSITION_DELETES);
-        Map<String, String> settings = new HashMap<>(table.properties());
-        settings.putAll(mergeFileSettings(table.properties()));
+        Map<String, String> settings = deleteFileSettings(table.properties());
         OutputFileFactory files = OutputFileFactory.builderFor(table, 0, taskId++)
                 .operationId(runId)
                 .format(FileFormat.PARQUET)

@@ -31,8 +31,10 @@ import org.apache.parquet.bytes.HeapByteBufferAllocator;
 import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.Encoding;
 import org.apache.parquet.column.ParquetProperties;
+import org.apache.parquet.column.ParquetProperties.WriterVersion;
 import org.apache.parquet.column.page.DictionaryPage;
 import org.apache.parquet.column.statistics.Statistics;
+import org.apache.parquet.column.values.delta.DeltaBinaryPackingValuesWriterForLong;
 import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridEncoder;
 import org.apache.parquet.compression.CompressionCodecFactory.BytesInputCompressor;
 import org.apache.parquet.conf.ParquetConfiguration;
@@ -61,6 +63,13 @@ import org.apache.parquet.schema.MessageType;
  * and a page of positions is the positions' bytes. A file-scoped delete file carries the data file's
  * earlier positions forward, so every merge rewrites them all until compaction: at about 35 ns a
  * position instead of 250 (mostly compressing them), that costs a merge little.
+ *
+ * <p>The pages are those Iceberg's writer writes for the table's Parquet page version ({@code
+ * write.delete.parquet.page-version}, else {@code write.parquet.page-version}; v1 by default). In
+ * v1 pages the positions are plain, 8 bytes each before compression, which every reader reads. In
+ * v2 pages they are delta-encoded: the gaps between them, bit-packed, take about a byte a position
+ * once a file's carried deletes are dense, and leave zstd little to do. For tables whose readers all
+ * read Parquet's v2 pages (BENCHMARKS.md, "Delete files").
  */
 final class PositionDeleteFileWriter {
     private static final Set<Integer> FILE_AND_POS =
@@ -70,6 +79,10 @@ final class PositionDeleteFileWriter {
     private static final ColumnDescriptor POS = SCHEMA.getColumns().get(1);
     /** Rows a page: Parquet's and Iceberg's default page row limit. */
     static final int PAGE_ROWS = 20_000;
+    /** Parquet's delta encoding as its v2 writer sets it up: blocks of 128 values in 4 mini blocks. */
+    private static final int DELTA_BLOCK_SIZE = 128;
+
+    private static final int DELTA_MINI_BLOCKS = 4;
     /** Parquet's defaults: page checksums, column index bounds truncated to 64 bytes. */
     private static final ParquetProperties PROPERTIES =
             ParquetProperties.builder().build();
@@ -110,9 +123,10 @@ final class PositionDeleteFileWriter {
                 : new CodecFactory(configuration(settings), PAGE_ROWS * Long.BYTES);
         BytesInputCompressor compressor =
                 codecs == null ? new ZstdPages(zstdLevel(settings)) : codecs.getCompressor(codec);
+        boolean v2Pages = pageVersion(settings) == WriterVersion.PARQUET_2_0;
         ParquetMetadata footer;
         try {
-            footer = writeParquet(file, Binary.fromString(path), positions, codec, compressor);
+            footer = writeParquet(file, Binary.fromString(path), positions, codec, compressor, v2Pages);
         } catch (IOException e) {
             throw new UncheckedIOException("writing position deletes to " + out.location(), e);
         } finally {
@@ -136,13 +150,19 @@ final class PositionDeleteFileWriter {
 
     /**
      * The file, page by page, as Parquet's record writer would write it: one row group; the path
-     * dictionary-encoded (a one-entry dictionary, then runs of id 0), the positions plain; pages of
-     * {@link #PAGE_ROWS} rows, each with its statistics (they give the file its bounds and column
-     * index). Parquet's record writer spends about 200 ns a row on the path alone, hashing it into the
-     * dictionary and comparing it with the statistics' bounds, for a value that never changes.
+     * dictionary-encoded (a one-entry dictionary, then runs of id 0), the positions plain in v1 pages
+     * and delta-encoded in v2 pages; pages of {@link #PAGE_ROWS} rows, each with its statistics (they
+     * give the file its bounds and column index). Parquet's record writer spends about 200 ns a row on
+     * the path alone, hashing it into the dictionary and comparing it with the statistics' bounds, for
+     * a value that never changes.
      */
     private static ParquetMetadata writeParquet(
-            ParquetOut file, Binary path, long[] positions, CompressionCodecName codec, BytesInputCompressor compressor)
+            ParquetOut file,
+            Binary path,
+            long[] positions,
+            CompressionCodecName codec,
+            BytesInputCompressor compressor,
+            boolean v2Pages)
             throws IOException {
         ParquetFileWriter writer = new ParquetFileWriter(
                 file,
@@ -162,8 +182,12 @@ final class PositionDeleteFileWriter {
             byte[] entry = path.getBytes();
             BytesInput dictionary = BytesInput.concat(BytesInput.fromInt(entry.length), BytesInput.from(entry));
             // Written at once (as every page here), so the compressor's buffer may be reused after.
+            // Parquet's v1 pages name a dictionary's encoding PLAIN_DICTIONARY; its v2 pages, PLAIN.
             writer.writeDictionaryPage(new DictionaryPage(
-                    compressor.compress(dictionary), (int) dictionary.size(), 1, Encoding.PLAIN_DICTIONARY));
+                    compressor.compress(dictionary),
+                    (int) dictionary.size(),
+                    1,
+                    v2Pages ? Encoding.PLAIN : Encoding.PLAIN_DICTIONARY));
             // Every page holds the one path: the same statistics, and the same ids for every full page.
             Statistics<?> pathStats = Statistics.createStats(PATH.getPrimitiveType());
             pathStats.updateStats(path);
@@ -171,21 +195,19 @@ final class PositionDeleteFileWriter {
             for (int from = 0; from < positions.length; from += PAGE_ROWS) {
                 int rows = Math.min(PAGE_ROWS, positions.length - from);
                 BytesInput ids = rows == PAGE_ROWS ? fullPageIds : dictionaryIds(rows);
-                writePage(writer, compressor, ids, rows, pathStats, Encoding.PLAIN_DICTIONARY);
+                if (v2Pages) {
+                    writePageV2(writer, compressor, ids, rows, pathStats, Encoding.RLE_DICTIONARY);
+                } else {
+                    writePage(writer, compressor, ids, rows, pathStats, Encoding.PLAIN_DICTIONARY);
+                }
             }
             writer.endColumn();
 
             writer.startColumn(POS, positions.length, codec);
-            byte[] page = new byte[Math.min(PAGE_ROWS, positions.length) * Long.BYTES];
-            ByteBuffer values = ByteBuffer.wrap(page).order(ByteOrder.LITTLE_ENDIAN);
-            for (int from = 0; from < positions.length; from += PAGE_ROWS) {
-                int rows = Math.min(PAGE_ROWS, positions.length - from);
-                values.clear();
-                values.asLongBuffer().put(positions, from, rows);
-                Statistics<?> stats = Statistics.createStats(POS.getPrimitiveType());
-                stats.updateStats(positions[from]); // ascending: the first is the least
-                stats.updateStats(positions[from + rows - 1]);
-                writePage(writer, compressor, BytesInput.from(page, 0, rows * Long.BYTES), rows, stats, Encoding.PLAIN);
+            if (v2Pages) {
+                writeDeltaPositions(writer, compressor, positions);
+            } else {
+                writePlainPositions(writer, compressor, positions);
             }
             writer.endColumn();
 
@@ -203,6 +225,64 @@ final class PositionDeleteFileWriter {
             throw e;
         }
         return writer.getFooter();
+    }
+
+    /** The positions in v1 pages, plain: each page is the positions' little-endian bytes. */
+    private static void writePlainPositions(ParquetFileWriter writer, BytesInputCompressor compressor, long[] positions)
+            throws IOException {
+        byte[] page = new byte[Math.min(PAGE_ROWS, positions.length) * Long.BYTES];
+        ByteBuffer values = ByteBuffer.wrap(page).order(ByteOrder.LITTLE_ENDIAN);
+        for (int from = 0; from < positions.length; from += PAGE_ROWS) {
+            int rows = Math.min(PAGE_ROWS, positions.length - from);
+            values.clear();
+            values.asLongBuffer().put(positions, from, rows);
+            writePage(
+                    writer,
+                    compressor,
+                    BytesInput.from(page, 0, rows * Long.BYTES),
+                    rows,
+                    positionStats(positions, from, rows),
+                    Encoding.PLAIN);
+        }
+    }
+
+    /**
+     * The positions in v2 pages, delta-encoded by Parquet's own encoder, as its v2 writer encodes a
+     * column of distinct longs (its dictionary never pays for itself there, so it falls back to this).
+     */
+    private static void writeDeltaPositions(ParquetFileWriter writer, BytesInputCompressor compressor, long[] positions)
+            throws IOException {
+        int pageRows = Math.min(PAGE_ROWS, positions.length);
+        try (DeltaBinaryPackingValuesWriterForLong deltas = new DeltaBinaryPackingValuesWriterForLong(
+                DELTA_BLOCK_SIZE,
+                DELTA_MINI_BLOCKS,
+                pageRows, // a page's encoding takes about a byte a position; its buffers grow if it takes more
+                pageRows * Long.BYTES,
+                HeapByteBufferAllocator.getInstance())) {
+            for (int from = 0; from < positions.length; from += PAGE_ROWS) {
+                int rows = Math.min(PAGE_ROWS, positions.length - from);
+                deltas.reset();
+                for (int i = from; i < from + rows; i++) {
+                    deltas.writeLong(positions[i]);
+                }
+                // Written at once, before the encoder's buffers are reset for the next page.
+                writePageV2(
+                        writer,
+                        compressor,
+                        deltas.getBytes(),
+                        rows,
+                        positionStats(positions, from, rows),
+                        Encoding.DELTA_BINARY_PACKED);
+            }
+        }
+    }
+
+    /** A page's statistics of ascending positions: its first and last. */
+    private static Statistics<?> positionStats(long[] positions, int from, int rows) {
+        Statistics<?> stats = Statistics.createStats(POS.getPrimitiveType());
+        stats.updateStats(positions[from]);
+        stats.updateStats(positions[from + rows - 1]);
+        return stats;
     }
 
     /** The dictionary ids of {@code rows} rows of the one path: a bit width of 0, then a run of id 0. */
@@ -236,6 +316,42 @@ final class PositionDeleteFileWriter {
                 Encoding.BIT_PACKED,
                 Encoding.BIT_PACKED,
                 encoding);
+    }
+
+    /**
+     * One v2 data page of a required column: no level bytes, and only the values compressed (a v2
+     * page keeps its levels apart, uncompressed).
+     */
+    private static void writePageV2(
+            ParquetFileWriter writer,
+            BytesInputCompressor compressor,
+            BytesInput raw,
+            int rows,
+            Statistics<?> stats,
+            Encoding encoding)
+            throws IOException {
+        int size = (int) raw.size();
+        writer.writeDataPageV2(
+                rows, 0, rows, BytesInput.empty(), BytesInput.empty(), encoding, compressor.compress(raw), size, stats);
+    }
+
+    /**
+     * The delete files' Parquet page version, by Iceberg's rule: the table's for deletes, else its
+     * data files', else v1.
+     */
+    static WriterVersion pageVersion(Map<String, String> settings) {
+        String version = settings.getOrDefault(
+                TableProperties.DELETE_PARQUET_PAGE_VERSION,
+                settings.getOrDefault(
+                        TableProperties.PARQUET_PAGE_VERSION, TableProperties.PARQUET_PAGE_VERSION_DEFAULT));
+        try {
+            return WriterVersion.fromString(version.trim());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "the table's Parquet page version for deletes is '" + version + "', not v1 or v2 (set "
+                            + TableProperties.DELETE_PARQUET_PAGE_VERSION + " to one)",
+                    e);
+        }
     }
 
     /** The delete file's codec: the table's for deletes, else its data files', else zstd. */

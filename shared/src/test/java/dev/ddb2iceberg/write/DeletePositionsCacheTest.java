@@ -13,19 +13,27 @@ import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.MergerFixture;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileMetadata;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.column.Encoding;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -90,8 +98,10 @@ class DeletePositionsCacheTest {
         }
     }
 
-    @Test
-    void aContainerThatHoldsNothingReadsTheEarlierDeletesFromStorage() {
+    /** In Parquet's v1 pages (the default) and in v2 pages, whose positions are delta-encoded. */
+    @ParameterizedTest(name = "delete files in {0} pages")
+    @ValueSource(strings = {"v1", "v2"})
+    void aContainerThatHoldsNothingReadsTheEarlierDeletesFromStorage(String pageVersion) {
         configure(Map.of());
         MergeOptions noFolding = fixture.settings().options().withRewriteFilesBelow(0);
         KeyedWorkload w = new KeyedWorkload(22, 1000);
@@ -100,6 +110,10 @@ class DeletePositionsCacheTest {
             inserts.add(w.upsert(i, Operation.INSERT));
         }
         merge(inserts, noFolding);
+        fixture.table()
+                .updateProperties()
+                .set(TableProperties.DELETE_PARQUET_PAGE_VERSION, pageVersion)
+                .commit();
         String loaded = fixture.dataFilesWithDeletes().keySet().iterator().next();
         merge(List.of(w.upsert(1, Operation.MODIFY), w.remove(2, false)), noFolding);
 
@@ -111,7 +125,28 @@ class DeletePositionsCacheTest {
         List<DeleteFile> deletes = fixture.dataFilesWithDeletes().get(loaded);
         assertEquals(1, deletes.size(), "the first data file has one delete file: " + deletes);
         assertEquals(4, deletes.get(0).recordCount(), "it carries the two earlier positions and the two new ones");
+        Encoding positions = pageVersion.equals("v2") ? Encoding.DELTA_BINARY_PACKED : Encoding.PLAIN;
+        assertTrue(
+                positionEncodings(fixture.table(), deletes.get(0)).contains(positions),
+                "the positions are " + positions + " in " + pageVersion + " pages");
         assertHeldEqualsStored(held); // and the new file is held from now on
+    }
+
+    /** The encodings of a delete file's positions column. */
+    private static Set<Encoding> positionEncodings(Table table, DeleteFile file) {
+        try (ParquetFileReader reader = ParquetFileReader.open(
+                ParquetRowCopy.parquetFile(table.io().newInputFile(file.location())),
+                ParquetReadOptions.builder().build())) {
+            for (ColumnChunkMetaData column :
+                    reader.getFooter().getBlocks().get(0).getColumns()) {
+                if (column.getPath().toDotString().equals("pos")) {
+                    return column.getEncodings();
+                }
+            }
+            throw new AssertionError("no pos column in " + file.location());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     @Test
