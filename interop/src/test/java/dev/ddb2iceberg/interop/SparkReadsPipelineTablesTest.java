@@ -39,6 +39,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.iceberg.DeleteFile;
@@ -173,34 +174,25 @@ class SparkReadsPipelineTablesTest {
     private static PipelineTable ordersWithDeletesInV2Pages(LocalStack stack) {
         PipelineTable t = orders(
                 stack, "orders_v2_pages", 9, Map.of(), Map.of(TableProperties.DELETE_PARQUET_PAGE_VERSION, "v2"));
-        assertTrue(deleteFilesInV2Pages(t) > 0, "the table has live delete files in v2 pages");
+        assertTrue(liveDeleteFiles(t, d -> inV2Pages(t, d)) > 0, "the table has live delete files in v2 pages");
         return t;
     }
 
-    /** Live position delete files of the table whose positions are in v2 pages (delta-encoded). */
-    private static long deleteFilesInV2Pages(PipelineTable t) {
-        long n = 0;
-        try (CloseableIterable<FileScanTask> tasks = t.table().newScan().planFiles()) {
-            for (FileScanTask task : tasks) {
-                for (DeleteFile d : task.deletes()) {
-                    Path local = Files.createTempFile(dir, "deletes", ".parquet");
-                    try (InputStream in =
-                            t.table().io().newInputFile(d.location()).newStream()) {
-                        Files.copy(in, local, StandardCopyOption.REPLACE_EXISTING);
-                    }
-                    try (ParquetFileReader reader = ParquetFileReader.open(
-                            new LocalInputFile(local),
-                            ParquetReadOptions.builder().build())) {
-                        boolean delta = reader.getFooter().getBlocks().get(0).getColumns().stream()
-                                .anyMatch(c -> c.getEncodings().contains(Encoding.DELTA_BINARY_PACKED));
-                        n += delta ? 1 : 0;
-                    }
-                }
+    /** Whether a delete file's positions are in v2 pages (delta-encoded). */
+    private static boolean inV2Pages(PipelineTable t, DeleteFile d) {
+        try {
+            Path local = Files.createTempFile(dir, "deletes", ".parquet");
+            try (InputStream in = t.table().io().newInputFile(d.location()).newStream()) {
+                Files.copy(in, local, StandardCopyOption.REPLACE_EXISTING);
+            }
+            try (ParquetFileReader reader = ParquetFileReader.open(
+                    new LocalInputFile(local), ParquetReadOptions.builder().build())) {
+                return reader.getFooter().getBlocks().get(0).getColumns().stream()
+                        .anyMatch(c -> c.getEncodings().contains(Encoding.DELTA_BINARY_PACKED));
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return n;
     }
 
     /** {@code tableProperties} are set on the table once its first merge has made it. */
@@ -256,18 +248,22 @@ class SparkReadsPipelineTablesTest {
             t.merge();
         }
         assertEquals(3, TableUtil.formatVersion(t.table()));
-        assertTrue(deletionVectors(t) > 0, "the v3 table has live deletion vectors");
+        assertTrue(
+                liveDeleteFiles(
+                                t,
+                                d -> d.content() == FileContent.POSITION_DELETES
+                                        && d.format().name().equals("PUFFIN"))
+                        > 0,
+                "the v3 table has live deletion vectors");
         return t;
     }
 
-    private static long deletionVectors(PipelineTable t) {
+    /** The table's live delete files that {@code which} picks, counted once per data file they apply to. */
+    private static long liveDeleteFiles(PipelineTable t, Predicate<DeleteFile> which) {
         long n = 0;
         try (CloseableIterable<FileScanTask> tasks = t.table().newScan().planFiles()) {
             for (FileScanTask task : tasks) {
-                n += task.deletes().stream()
-                        .filter(d -> d.content() == FileContent.POSITION_DELETES
-                                && d.format().name().equals("PUFFIN"))
-                        .count();
+                n += task.deletes().stream().filter(which).count();
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -195,11 +195,8 @@ final class PositionDeleteFileWriter {
             for (int from = 0; from < positions.length; from += PAGE_ROWS) {
                 int rows = Math.min(PAGE_ROWS, positions.length - from);
                 BytesInput ids = rows == PAGE_ROWS ? fullPageIds : dictionaryIds(rows);
-                if (v2Pages) {
-                    writePageV2(writer, compressor, ids, rows, pathStats, Encoding.RLE_DICTIONARY);
-                } else {
-                    writePage(writer, compressor, ids, rows, pathStats, Encoding.PLAIN_DICTIONARY);
-                }
+                Encoding encoding = v2Pages ? Encoding.RLE_DICTIONARY : Encoding.PLAIN_DICTIONARY;
+                writePage(writer, compressor, ids, rows, pathStats, encoding, v2Pages);
             }
             writer.endColumn();
 
@@ -242,7 +239,8 @@ final class PositionDeleteFileWriter {
                     BytesInput.from(page, 0, rows * Long.BYTES),
                     rows,
                     positionStats(positions, from, rows),
-                    Encoding.PLAIN);
+                    Encoding.PLAIN,
+                    false);
         }
     }
 
@@ -266,13 +264,14 @@ final class PositionDeleteFileWriter {
                     deltas.writeLong(positions[i]);
                 }
                 // Written at once, before the encoder's buffers are reset for the next page.
-                writePageV2(
+                writePage(
                         writer,
                         compressor,
                         deltas.getBytes(),
                         rows,
                         positionStats(positions, from, rows),
-                        Encoding.DELTA_BINARY_PACKED);
+                        Encoding.DELTA_BINARY_PACKED,
+                        true);
             }
         }
     }
@@ -298,41 +297,42 @@ final class PositionDeleteFileWriter {
         }
     }
 
-    /** One v1 data page of a required column (no levels: BIT_PACKED of width 0, as Parquet marks them). */
+    /**
+     * One data page of a required column, no levels: a v1 page marks them BIT_PACKED of width 0, as
+     * Parquet does; a v2 page has no level bytes at all, and compresses only its values.
+     */
     private static void writePage(
             ParquetFileWriter writer,
             BytesInputCompressor compressor,
             BytesInput raw,
             int rows,
             Statistics<?> stats,
-            Encoding encoding)
-            throws IOException {
-        writer.writeDataPage(
-                rows,
-                (int) raw.size(),
-                compressor.compress(raw),
-                stats,
-                rows,
-                Encoding.BIT_PACKED,
-                Encoding.BIT_PACKED,
-                encoding);
-    }
-
-    /**
-     * One v2 data page of a required column: no level bytes, and only the values compressed (a v2
-     * page keeps its levels apart, uncompressed).
-     */
-    private static void writePageV2(
-            ParquetFileWriter writer,
-            BytesInputCompressor compressor,
-            BytesInput raw,
-            int rows,
-            Statistics<?> stats,
-            Encoding encoding)
+            Encoding encoding,
+            boolean v2Page)
             throws IOException {
         int size = (int) raw.size();
-        writer.writeDataPageV2(
-                rows, 0, rows, BytesInput.empty(), BytesInput.empty(), encoding, compressor.compress(raw), size, stats);
+        if (v2Page) {
+            writer.writeDataPageV2(
+                    rows,
+                    0,
+                    rows,
+                    BytesInput.empty(),
+                    BytesInput.empty(),
+                    encoding,
+                    compressor.compress(raw),
+                    size,
+                    stats);
+        } else {
+            writer.writeDataPage(
+                    rows,
+                    size,
+                    compressor.compress(raw),
+                    stats,
+                    rows,
+                    Encoding.BIT_PACKED,
+                    Encoding.BIT_PACKED,
+                    encoding);
+        }
     }
 
     /**
