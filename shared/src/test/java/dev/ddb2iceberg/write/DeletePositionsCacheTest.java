@@ -30,10 +30,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
-import org.apache.parquet.ParquetReadOptions;
 import org.apache.parquet.column.Encoding;
-import org.apache.parquet.hadoop.ParquetFileReader;
-import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -134,16 +131,10 @@ class DeletePositionsCacheTest {
 
     /** The encodings of a delete file's positions column. */
     private static Set<Encoding> positionEncodings(Table table, DeleteFile file) {
-        try (ParquetFileReader reader = ParquetFileReader.open(
-                ParquetRowCopy.parquetFile(table.io().newInputFile(file.location())),
-                ParquetReadOptions.builder().build())) {
-            for (ColumnChunkMetaData column :
-                    reader.getFooter().getBlocks().get(0).getColumns()) {
-                if (column.getPath().toDotString().equals("pos")) {
-                    return column.getEncodings();
-                }
-            }
-            throw new AssertionError("no pos column in " + file.location());
+        try {
+            return PositionDeleteFileWriterTest.chunks(table.io().newInputFile(file.location()))
+                    .get("pos")
+                    .getEncodings();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -272,7 +272,7 @@ class PositionDeleteFileWriterTest {
     }
 
     /** The one row group's column chunks of a Parquet file, by column. */
-    private static Map<String, ColumnChunkMetaData> chunks(InputFile file) throws IOException {
+    static Map<String, ColumnChunkMetaData> chunks(InputFile file) throws IOException {
         try (ParquetFileReader reader = ParquetFileReader.open(
                 ParquetRowCopy.parquetFile(file), ParquetReadOptions.builder().build())) {
             List<BlockMetaData> blocks = reader.getFooter().getBlocks();
