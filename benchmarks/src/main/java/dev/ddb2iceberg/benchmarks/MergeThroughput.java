@@ -563,7 +563,7 @@ public final class MergeThroughput {
     private static final int CORES = Runtime.getRuntime().availableProcessors();
 
     /** CPU time of this JVM's threads so far. */
-    private static long processCpuNanos() {
+    static long processCpuNanos() {
         return ((com.sun.management.OperatingSystemMXBean)
                         java.lang.management.ManagementFactory.getOperatingSystemMXBean())
                 .getProcessCpuTime();
@@ -573,7 +573,7 @@ public final class MergeThroughput {
      * CPU time so far of each thread of the embedded S3 server (S3Proxy's Jetty pool): in AWS that
      * work is S3's, so a merge's own CPU is the process's less this.
      */
-    private static Map<Long, Long> serverThreadCpu() {
+    static Map<Long, Long> serverThreadCpu() {
         java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
         Map<Long, Long> cpu = new HashMap<>();
         for (long id : serverThreadIds()) {
@@ -617,7 +617,7 @@ public final class MergeThroughput {
     }
 
     /** The server threads' CPU since {@code before} (a thread that ended meanwhile is not counted). */
-    private static long serverCpuNanosSince(Map<Long, Long> before) {
+    static long serverCpuNanosSince(Map<Long, Long> before) {
         long nanos = 0;
         for (Map.Entry<Long, Long> now : serverThreadCpu().entrySet()) {
             nanos += now.getValue() - before.getOrDefault(now.getKey(), 0L);
