@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -14,19 +15,22 @@ import org.apache.iceberg.exceptions.NotFoundException;
 import org.apache.iceberg.io.FileIO;
 
 /**
- * The files that make up one version of the key index: a base part per hash part of the keys, and
- * the deltas written since, oldest first. Deltas are numbered by generation, and each part records
- * the generation it has absorbed: a key's entry is in the deltas newer than its part's generation,
- * else in its part. So parts are folded a few at a time (see {@link KeyIndex#withChanges}), and a
- * delta is dropped once every part has absorbed it. A snapshot summary names the manifest of the
- * index that describes exactly that snapshot.
+ * The files that make up one version of the key index: a base part per hash part of the keys, each
+ * with an overlay or none, and the deltas written since, oldest first. Deltas are numbered by
+ * generation, and each part records the generation it has absorbed (into its base or its overlay):
+ * a key's entry is in the deltas newer than its part's generation, else in its overlay, else in its
+ * base. So parts are folded a few at a time (see {@link KeyIndex#withChanges}), and a delta is
+ * dropped once every part has absorbed it. A snapshot summary names the manifest of the index that
+ * describes exactly that snapshot.
  *
  * @param format {@link #FORMAT}
  * @param parts how many parts the keys are spread over (by {@link IndexKeys#part})
  * @param base each part, in part order
+ * @param overlays each part's overlay, in part order ({@link KeyIndex#emptyPart} where it has none),
+ *     or empty: no part has one
  * @param deltas delta files, oldest first; a newer delta's entry wins over an older one's
  * @param generation the newest delta's generation (or what the parts absorbed, with no deltas)
- * @param baseEntries entries in the parts
+ * @param baseEntries entries in the parts (their overlays left out)
  * @param deltaEntries entries in the deltas (some replace parts' entries)
  * @param bytes size of all the files in storage
  */
@@ -34,13 +38,17 @@ public record IndexManifest(
         int format,
         int parts,
         List<Part> base,
+        List<Part> overlays,
         List<Delta> deltas,
         long generation,
         long baseEntries,
         long deltaEntries,
         long bytes) {
-    /** 2: parts read by block ({@link PartFile}). Format 1 (whole-file parts) is rebuilt, once. */
-    public static final int FORMAT = 2;
+    /**
+     * 3: parts with overlays. Format 2 (parts read by block, no overlays) is read as format 3 with
+     * none; format 1 (whole-file parts) is rebuilt, once.
+     */
+    public static final int FORMAT = 3;
 
     /** Strict: an unknown or missing field (a damaged manifest) fails the read, never reads as zero. */
     private static final ObjectMapper JSON =
@@ -56,26 +64,48 @@ public record IndexManifest(
     /** One delta file: its generation, entries and length. */
     public record Delta(String path, long generation, long entries, long length) {}
 
-    /** A version of these parts and deltas, its entry and byte totals summed from them. */
+    /** A version of these parts (no overlays) and deltas, its entry and byte totals summed from them. */
     static IndexManifest of(List<Part> base, List<Delta> deltas, long generation) {
+        return of(base, List.of(), deltas, generation);
+    }
+
+    /**
+     * A version of these parts, their overlays (empty: none) and deltas, its entry and byte totals
+     * summed from them. Overlays that are all empty are kept as none.
+     */
+    static IndexManifest of(List<Part> base, List<Part> overlays, List<Delta> deltas, long generation) {
+        boolean none = overlays.stream().allMatch(o -> o.path() == null);
         return new IndexManifest(
                 FORMAT,
                 base.size(),
                 List.copyOf(base),
+                none ? List.of() : List.copyOf(overlays),
                 List.copyOf(deltas),
                 generation,
                 base.stream().mapToLong(Part::entries).sum(),
                 deltas.stream().mapToLong(Delta::entries).sum(),
-                baseBytes(base) + deltas.stream().mapToLong(Delta::length).sum());
+                partBytes(base)
+                        + partBytes(none ? List.of() : overlays)
+                        + deltas.stream().mapToLong(Delta::length).sum());
     }
 
-    /** Size of the parts in storage, the deltas left out. */
+    /** Part {@code p}'s overlay ({@link KeyIndex#emptyPart} when it has none). */
+    public Part overlay(int p) {
+        return overlays.isEmpty() ? KeyIndex.emptyPart() : overlays.get(p);
+    }
+
+    /** Entries in the overlays (some replace or remove their parts' entries). */
+    public long overlayEntries() {
+        return overlays.stream().mapToLong(Part::entries).sum();
+    }
+
+    /** Size of the parts and their overlays in storage, the deltas left out. */
     public long baseBytes() {
-        return baseBytes(base);
+        return partBytes(base) + partBytes(overlays);
     }
 
-    private static long baseBytes(List<Part> base) {
-        return base.stream().mapToLong(Part::length).sum();
+    private static long partBytes(List<Part> parts) {
+        return parts.stream().mapToLong(Part::length).sum();
     }
 
     /** Every file of this version, manifest aside: what orphan cleanup must keep. */
@@ -83,6 +113,7 @@ public record IndexManifest(
         List<String> all = new ArrayList<>();
         deltas.forEach(d -> all.add(d.path()));
         base.stream().filter(p -> p.path() != null).forEach(p -> all.add(p.path()));
+        overlays.stream().filter(p -> p.path() != null).forEach(p -> all.add(p.path()));
         return all;
     }
 
@@ -92,13 +123,19 @@ public record IndexManifest(
             int format = tree == null ? 0 : tree.path("format").asInt();
             if (format == 1) {
                 throw new DamagedIndexException("key index manifest " + location
-                        + " is format 1 (parts read whole); this version reads parts by block (format 2)");
+                        + " is format 1 (parts read whole); this version reads parts by block (format " + FORMAT + ")");
+            }
+            if (format == 2 && tree instanceof ObjectNode v2) {
+                v2.put("format", FORMAT); // the same files, none of them an overlay
+                v2.putArray("overlays");
             }
             IndexManifest m = JSON.treeToValue(tree, IndexManifest.class);
             if (m.format() != FORMAT
                     || m.parts() < 1
                     || m.base() == null
                     || m.base().size() != m.parts()
+                    || m.overlays() == null
+                    || (!m.overlays().isEmpty() && m.overlays().size() != m.parts())
                     || m.deltas() == null) {
                 throw new DamagedIndexException(location + " is not a format " + FORMAT + " key index manifest");
             }

@@ -16,9 +16,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.IntFunction;
 import org.apache.iceberg.DataOperations;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -37,7 +39,10 @@ import org.slf4j.LoggerFactory;
  * Each commit adds one small delta file with its own entries (new rows, and tombstones for removed
  * items), numbered by generation, and folds the deltas into a few parts: those that absorbed the
  * fewest generations ({@link #withChanges}). No commit rewrites more than a bounded share of the
- * index, and the deltas a lookup consults stay few. A manifest ({@link IndexManifest}) lists the
+ * index, and the deltas a lookup consults stay few. A part large against what a fold brings it (a
+ * table of 100M rows and more) takes folds into its overlay, a file of its newer entries and
+ * tombstones, until that passes {@link #overlayShare} of it: so a fold's cost follows what
+ * changed since the part was last rewritten, not the part. A manifest ({@link IndexManifest}) lists the
  * files; the snapshot summary property {@link PipelineProperties#KEY_INDEX} names the manifest,
  * written in the same commit as the rows it describes.
  *
@@ -63,6 +68,19 @@ public final class KeyIndex {
      * are large (64 merges of 60,000 changes), where folding more often is what keeps up.
      */
     public static final long MAX_DELTA_ENTRIES = 4_000_000;
+    /**
+     * The share of its part a part's overlay grows to before a fold rewrites the part (and the
+     * overlay goes): from 1/16 to 3/16 by part number, an eighth on average. So while the part is
+     * large against what each fold brings it (a large table), a fold rewrites the overlay, what the
+     * part took since it was last rewritten, instead of the part; a key's lookup reads a block of
+     * the overlay besides one of the part. The shares differ so that parts that started together (a
+     * rebuilt index's) come to their rewrites in different merges, not all in the same round of
+     * folds: with one share for all, every part's rewrite came in the same 21 merges of each 83
+     * (100M rows, merges of 100,000 changes), each as costly as a merge without overlays.
+     */
+    public static double overlayShare(int part) {
+        return (1 + (part % 8) * 2.0 / 7) / 16;
+    }
 
     private final FileIO io;
     private final String location;
@@ -219,7 +237,7 @@ public final class KeyIndex {
                 table.io(),
                 manifest,
                 index.folder,
-                IndexManifest.of(m.base(), deltas, generation),
+                IndexManifest.of(m.base(), m.overlays(), deltas, generation),
                 cache,
                 index.keepFrom);
     }
@@ -262,8 +280,9 @@ public final class KeyIndex {
     /**
      * The entry of each of these distinct keys (by {@link IndexKeys#encode}) that has a live row, at
      * the key's own position (null: no live row). Each key is looked up in the deltas its part has
-     * not absorbed, newest first (on every core), then in the one block of its part it can be in;
-     * the blocks are read in parallel (or come from the caches). Answers go by position, not through
+     * not absorbed, newest first (on every core), then in the one block of its part's overlay it can
+     * be in, then in the one block of its part; the blocks are read in parallel (or come from the
+     * caches). Answers go by position, not through
      * a map of keys: a merge looks up its every key, and hashing them all on one thread cost more
      * than the lookup. A damaged file throws {@link DamagedIndexException}.
      */
@@ -303,17 +322,50 @@ public final class KeyIndex {
                         "looking keys up in the key index's deltas")
                 .forEach(inDeltas::addAll);
         IndexEntries.Entry[] found = new IndexEntries.Entry[keys.size()];
-        // The positions of the keys no delta decides, grouped by part: a counting sort into one array.
+        // The part of each key no delta decides (-1: decided).
         int[] partOf = new int[found.length];
-        int[] partStart = new int[parts + 1];
         for (int i = 0; i < found.length; i++) {
             IndexEntries.Entry e = inDeltas.get(i);
             partOf[i] = -1;
             if (e == null) {
                 partOf[i] = IndexKeys.part(keys.get(i), parts);
-                partStart[partOf[i] + 1]++;
             } else if (!e.isTombstone()) {
                 found[i] = e;
+            }
+        }
+        if (!manifest.overlays().isEmpty()) {
+            // A part's overlay holds its newer entries and tombstones: a key it decides is not
+            // looked for in the part itself.
+            IndexEntries.Entry[] inOverlays = new IndexEntries.Entry[found.length];
+            readParts(keys, partOf, manifest::overlay, inOverlays, pool);
+            for (int i = 0; i < found.length; i++) {
+                if (inOverlays[i] != null) {
+                    partOf[i] = -1;
+                    found[i] = inOverlays[i].isTombstone() ? null : inOverlays[i];
+                }
+            }
+        }
+        readParts(keys, partOf, p -> manifest.base().get(p), found, pool);
+        return found;
+    }
+
+    /**
+     * Looks each key up in the file {@code fileOf} gives for its part ({@code partOf}: -1 where the
+     * key is decided already), filling {@code found} at the key's position: the footers first (cached
+     * in a warm merger), then each block with the keys it can hold, in parallel.
+     */
+    private void readParts(
+            List<byte[]> keys,
+            int[] partOf,
+            IntFunction<IndexManifest.Part> fileOf,
+            IndexEntries.Entry[] found,
+            ExecutorService pool) {
+        int parts = manifest.parts();
+        // The positions of the keys to look up, grouped by part: a counting sort into one array.
+        int[] partStart = new int[parts + 1];
+        for (int p : partOf) {
+            if (p >= 0) {
+                partStart[p + 1]++;
             }
         }
         for (int p = 0; p < parts; p++) {
@@ -321,16 +373,15 @@ public final class KeyIndex {
         }
         int[] next = Arrays.copyOf(partStart, parts);
         int[] byPart = new int[partStart[parts]];
-        for (int i = 0; i < found.length; i++) {
+        for (int i = 0; i < partOf.length; i++) {
             if (partOf[i] >= 0) {
                 byPart[next[partOf[i]]++] = i;
             }
         }
-        // The footers first (cached in a warm merger), then each block with the keys it can hold.
         Map<Integer, Future<PartFile.Footer>> footers = new HashMap<>();
         List<Integer> partsToRead = new ArrayList<>();
         for (int p = 0; p < parts; p++) {
-            IndexManifest.Part part = manifest.base().get(p);
+            IndexManifest.Part part = fileOf.apply(p);
             if (partStart[p + 1] > partStart[p] && part.path() != null) { // else no key, or an empty part
                 footers.put(p, PartReads.BLOCK_READS.submit(() -> reads.footer(part)));
                 partsToRead.add(p);
@@ -362,7 +413,6 @@ public final class KeyIndex {
         List<Future<?>> blockReads = new ArrayList<>();
         reading.forEach(blockReads::addAll);
         blockReads.forEach(read -> Futures.join(read, "reading the key index"));
-        return found;
     }
 
     /**
@@ -420,6 +470,10 @@ public final class KeyIndex {
         long generation = manifest.generation() + 1;
         int parts = manifest.parts();
         List<IndexManifest.Part> base = new ArrayList<>(manifest.base());
+        List<IndexManifest.Part> overlays = new ArrayList<>();
+        for (int p = 0; p < parts; p++) {
+            overlays.add(manifest.overlay(p));
+        }
         List<IndexManifest.Delta> deltas = new ArrayList<>(manifest.deltas());
         // An empty index (a new table's) gets its parts at once, not a delta over nothing.
         boolean empty = manifest.baseEntries() == 0 && deltas.isEmpty();
@@ -430,6 +484,7 @@ public final class KeyIndex {
             }
             Folded folded = foldParts(all, List.of(changes), List.of(generation), generation, dir + id, pool);
             folded.parts().forEach(base::set);
+            folded.overlays().forEach(overlays::set);
             written.addAll(folded.written());
         } else {
             String delta = dir + id + "-delta.bin";
@@ -449,12 +504,13 @@ public final class KeyIndex {
                 folded = foldParts(partsToFold(base, deltas), layers, generations, generation, dir + id, pool);
             }
             folded.parts().forEach(base::set);
+            folded.overlays().forEach(overlays::set);
             written.addAll(folded.written());
         }
         long absorbedByAll =
                 base.stream().mapToLong(IndexManifest.Part::absorbed).min().orElse(generation);
         deltas.removeIf(d -> d.generation() <= absorbedByAll);
-        IndexManifest next = IndexManifest.of(base, deltas, generation);
+        IndexManifest next = IndexManifest.of(base, overlays, deltas, generation);
         Set<String> superseded = new HashSet<>(manifest.files());
         superseded.removeAll(next.files());
         cache.forget(superseded);
@@ -492,8 +548,12 @@ public final class KeyIndex {
                 () -> foldParts(fold, loadDeltas(), generations, manifest.generation(), prefix, null));
     }
 
-    /** Parts folded (by part) and the files written for them. */
-    private record Folded(Map<Integer, IndexManifest.Part> parts, List<String> written) {}
+    /** Parts folded and their overlays (by part), and the files written for them. */
+    private record Folded(
+            Map<Integer, IndexManifest.Part> parts, Map<Integer, IndexManifest.Part> overlays, List<String> written) {}
+
+    /** One part folded: its base part, its overlay, and the file written ({@code null}: none). */
+    private record Fold(IndexManifest.Part base, IndexManifest.Part overlay, String written) {}
 
     /**
      * Lays each listed part's pending entries (those of {@code layers} newer than the generation it
@@ -525,24 +585,30 @@ public final class KeyIndex {
                 }
             }
         }
-        Map<Integer, Future<IndexManifest.Part>> folds = new HashMap<>();
-        Map<Integer, IndexManifest.Part> done = new HashMap<>();
-        List<String> written = new ArrayList<>();
+        Map<Integer, Future<Fold>> folds = new HashMap<>();
         for (int p : fold) {
             IndexManifest.Part before = base.get(p);
+            IndexManifest.Part overlay = manifest.overlay(p);
             IndexEntries.Builder newer = pending[p];
-            String path = prefix + "-part-" + p + ".bin";
-            if (rewrites(before, newer)) {
-                written.add(path);
-            }
+            String path = prefix + "-part-" + p;
             if (pool == null) {
-                done.put(p, fold(before, newer, path, generation));
+                folds.put(p, CompletableFuture.completedFuture(fold(p, before, overlay, newer, path, generation)));
             } else {
-                folds.put(p, pool.submit(() -> fold(before, newer, path, generation)));
+                folds.put(p, pool.submit(() -> fold(p, before, overlay, newer, path, generation)));
             }
         }
-        folds.forEach((p, f) -> done.put(p, Futures.join(f, "folding key index deltas")));
-        return new Folded(done, written);
+        Map<Integer, IndexManifest.Part> bases = new HashMap<>();
+        Map<Integer, IndexManifest.Part> overlays = new HashMap<>();
+        List<String> written = new ArrayList<>();
+        folds.forEach((p, f) -> {
+            Fold done = Futures.join(f, "folding key index deltas");
+            bases.put(p, done.base());
+            overlays.put(p, done.overlay());
+            if (done.written() != null) {
+                written.add(done.written());
+            }
+        });
+        return new Folded(bases, overlays, written);
     }
 
     /**
@@ -637,30 +703,89 @@ public final class KeyIndex {
         return newer.size() > 0 || (keepFrom != Long.MIN_VALUE && before.path() != null);
     }
 
-    /** One part with its pending entries laid over it, written as a new file (kept on local disk too). */
-    private IndexManifest.Part fold(
-            IndexManifest.Part before, IndexEntries.Builder newer, String path, long generation) {
+    /**
+     * Part {@code p} with its pending entries laid over it. While its overlay, with them, stays
+     * within {@link #overlayShare} of the part, they go into the overlay, a new file that holds the part's
+     * newer entries and tombstones: a fold then rewrites what the part took since it was last
+     * rewritten, not the part. Past that, they and the overlay go into the part itself, written as
+     * a new file, and the overlay goes. {@code path}: the new file's path, less its ending.
+     */
+    private Fold fold(
+            int p,
+            IndexManifest.Part before,
+            IndexManifest.Part overlay,
+            IndexEntries.Builder newer,
+            String path,
+            long generation) {
         if (!rewrites(before, newer)) {
-            return new IndexManifest.Part(
-                    before.path(), before.length(), before.footer(), before.entries(), generation);
+            return new Fold(absorbed(before, generation), overlay, null);
         }
-        IndexEntries changes = newer.build();
+        boolean keep = reads.keepsDecompressed();
+        if (intoOverlay(p, before, overlay, newer)) {
+            IndexEntries changes = newer.build();
+            PartFile.Writer out = overlay.path() == null
+                    ? PartFile.overlay(null, null, changes, 1, keepFrom, keep, true)
+                    : reads.readWhole(
+                            overlay,
+                            whole -> PartFile.overlay(
+                                    whole.footer(), whole.bytes(), changes, FOLD_THREADS, keepFrom, keep, true));
+            String file = path + "-overlay.bin";
+            return new Fold(absorbed(before, generation), write(file, out, 0), out.entries() == 0 ? null : file);
+        }
+        IndexEntries changes = overlay.path() == null ? newer.build() : laidOver(reads.readAll(overlay), newer.build());
         // Where the cache keeps this index's blocks decompressed, the new part's go in as they are
         // written: the next merge looks up keys in nearly every block, and would otherwise read
         // each from the disk cache and decompress it (1.5 % of a steady merge at 10M rows).
-        boolean keep = reads.keepsDecompressed();
         PartFile.Writer out = before.path() == null
                 ? PartFile.overlay(null, null, changes, 1, keepFrom, keep)
                 : reads.readWhole(
                         before,
                         whole ->
                                 PartFile.overlay(whole.footer(), whole.bytes(), changes, FOLD_THREADS, keepFrom, keep));
+        String file = path + ".bin";
+        return new Fold(write(file, out, generation), emptyPart(), out.entries() == 0 ? null : file);
+    }
+
+    /**
+     * Whether a fold goes into part {@code p}'s overlay: while the overlay stays within {@link
+     * #overlayShare} of a part that has entries. The removals index, whose folds expire entries,
+     * has none (an overlay's expired entry would uncover an older one of its part).
+     */
+    private boolean intoOverlay(
+            int p, IndexManifest.Part before, IndexManifest.Part overlay, IndexEntries.Builder newer) {
+        return keepFrom == Long.MIN_VALUE
+                && before.path() != null
+                && overlay.entries() + newer.size() <= before.entries() * overlayShare(p);
+    }
+
+    /** A part as it was, now having absorbed {@code generation}. */
+    private static IndexManifest.Part absorbed(IndexManifest.Part part, long generation) {
+        return new IndexManifest.Part(part.path(), part.length(), part.footer(), part.entries(), generation);
+    }
+
+    /** An overlay's entries with newer ones laid over them (a newer entry of a key wins; tombstones stay). */
+    static IndexEntries laidOver(IndexEntries older, IndexEntries newer) {
+        IndexEntries.Builder all = new IndexEntries.Builder(older.size() + newer.size());
+        for (int i = 0; i < older.size(); i++) {
+            all.add(older, i);
+        }
+        for (int i = 0; i < newer.size(); i++) {
+            all.add(newer, i);
+        }
+        return all.build();
+    }
+
+    /**
+     * Writes a fold's new file (kept on local disk too, and its blocks in the memory cache where it
+     * keeps them decompressed); no entries: no file, an empty part.
+     */
+    private IndexManifest.Part write(String path, PartFile.Writer out, long generation) {
         if (out.entries() == 0) {
             return new IndexManifest.Part(null, 0, 0, 0, generation);
         }
         IndexManifest.Part written = writeEncoded(io, cache.disk(), path, out.finish(), out.entries(), generation);
-        if (keep) {
-            List<byte[]> blocks = out.blocks();
+        List<byte[]> blocks = out.blocks();
+        if (blocks != null) {
             for (int b = 0; b < blocks.size(); b++) {
                 cache.putDecompressedBlock(path, b, blocks.get(b));
             }
@@ -715,10 +840,22 @@ public final class KeyIndex {
         return IndexFile.read(table.io(), location);
     }
 
-    /** Every entry of a part (tests compare parts with the table). */
+    /** Every entry of a part, its overlay laid over it (tests compare parts with the table). */
     public IndexEntries readPart(int part) {
         IndexManifest.Part p = manifest.base().get(part);
-        return p.path() == null ? IndexEntries.EMPTY : reads.readAll(p);
+        IndexEntries entries = p.path() == null ? IndexEntries.EMPTY : reads.readAll(p);
+        IndexManifest.Part overlay = manifest.overlay(part);
+        if (overlay.path() == null) {
+            return entries;
+        }
+        IndexEntries all = laidOver(entries, reads.readAll(overlay));
+        IndexEntries.Builder live = new IndexEntries.Builder(all.size());
+        for (int i = 0; i < all.size(); i++) {
+            if (!all.entry(i).isTombstone()) {
+                live.add(all, i);
+            }
+        }
+        return live.build();
     }
 
     /**

@@ -21,8 +21,9 @@ import java.util.concurrent.Future;
 import java.util.zip.CRC32;
 
 /**
- * One base part of the key index, laid out to be read a block at a time: a lookup fetches only
- * the blocks its keys fall in (a ranged GET of a few KB each), never the whole part.
+ * One base part of the key index, or a part's overlay (the same layout, its tombstones kept; see
+ * {@code KeyIndex}), laid out to be read a block at a time: a lookup fetches only the blocks its
+ * keys fall in (a ranged GET of a few KB each), never the whole part.
  *
  * <p>Layout: blocks, then a footer, then a 12-byte tail. A block is about {@link #BLOCK_BYTES} of
  * sorted entries (each key stored as the length it shares with the previous key and the rest),
@@ -105,6 +106,12 @@ final class PartFile {
     private static final int FOOTER_MAGIC = 0xDD82_0003;
     /** The footer magic of parts written before restart tables (still read: their blocks are scanned). */
     private static final int FOOTER_MAGIC_NO_RESTARTS = 0xDD82_0002;
+    /**
+     * The footer magic of a part's overlay (see {@code KeyIndex}): blocks with restart tables, as
+     * {@link #FOOTER_MAGIC}, whose entries may be tombstones, since an overlay lies over a base part
+     * whose entries it replaces or removes. A base part never holds one.
+     */
+    private static final int FOOTER_MAGIC_OVERLAY = 0xDD82_0004;
 
     /**
      * Entries per restart: a lookup decodes at most this many entries after its binary search over
@@ -165,6 +172,26 @@ final class PartFile {
      */
     static Writer overlay(
             Footer footer, byte[] part, IndexEntries changes, int ranges, long keepFrom, boolean keepBlocks) {
+        return overlay(footer, part, changes, ranges, keepFrom, keepBlocks, false);
+    }
+
+    /**
+     * {@link #overlay(Footer, byte[], IndexEntries, int, long, boolean)}; {@code tombstones}: the new
+     * file is a part's overlay, which keeps the tombstones among the changes (and those it had), for
+     * they remove entries of the base part under it. Then nothing expires ({@code keepFrom} must be
+     * {@link Long#MIN_VALUE}: an overlay's expired entry would uncover an older one of its base).
+     */
+    static Writer overlay(
+            Footer footer,
+            byte[] part,
+            IndexEntries changes,
+            int ranges,
+            long keepFrom,
+            boolean keepBlocks,
+            boolean tombstones) {
+        if (tombstones && keepFrom != Long.MIN_VALUE) {
+            throw new IllegalArgumentException("an overlay keeps every entry: it expires none");
+        }
         int blocks = footer == null ? 0 : footer.blocks();
         int n = Math.max(1, Math.min(ranges, blocks / MIN_BLOCKS_PER_RANGE));
         FileTable table = new FileTable();
@@ -179,6 +206,9 @@ final class PartFile {
             int range = r;
             long expected = footer == null ? changes.size() : footer.entries / n;
             out[r] = new Writer(table, (int) Math.min(1 << 24, expected));
+            if (tombstones) {
+                out[r].keepTombstones();
+            }
             if (keepBlocks) {
                 out[r].keepBlocks();
             }
@@ -266,7 +296,7 @@ final class PartFile {
     }
 
     private static void copyChange(IndexEntries changes, int i, FileRefs refs, Writer out, long keepFrom) {
-        if (changes.fileRef(i) >= 0 && changes.position(i) >= keepFrom) {
+        if ((changes.fileRef(i) >= 0 || out.keepsTombstones()) && changes.position(i) >= keepFrom) {
             out.add(
                     changes.keyData(),
                     changes.keyFrom(i),
@@ -303,6 +333,8 @@ final class PartFile {
         private long entries;
         /** Each block as written, decompressed (restarts included), when {@link #keepBlocks} asked for them. */
         private List<byte[]> rawBlocks;
+        /** Whether this is an overlay's writer, which writes tombstones ({@link #keepTombstones}). */
+        private boolean tombstones;
 
         /** {@code files}: the data file table the references given to {@link #add} point into. */
         Writer(String[] files, int expectedEntries) {
@@ -351,6 +383,9 @@ final class PartFile {
             if (!follows(key, keyFrom, keyLength)) {
                 throw new IllegalArgumentException("key index entries out of order");
             }
+            if (fileRef < 0 && !tombstones) {
+                throw new IllegalArgumentException("a tombstone in a base part, which has nothing under it to remove");
+            }
             int shared = 0;
             if (inBlock == 0) {
                 firstKey = Arrays.copyOfRange(key, keyFrom, keyFrom + keyLength);
@@ -371,7 +406,7 @@ final class PartFile {
             varint(shared);
             varint(keyLength - shared);
             put(key, keyFrom + shared, keyLength - shared);
-            varint(fileRef + 1L); // 0 would be a tombstone
+            varint(fileRef + 1L); // 0: a tombstone (an overlay's only)
             varint(position);
             varint(sequenceLength);
             put(sequence, sequenceFrom, sequenceLength);
@@ -411,6 +446,18 @@ final class PartFile {
 
         long entries() {
             return entries;
+        }
+
+        /**
+         * Makes this the writer of an overlay: tombstones (file reference -1) are written, and its
+         * footer says so. Call before the first entry.
+         */
+        void keepTombstones() {
+            tombstones = true;
+        }
+
+        boolean keepsTombstones() {
+            return tombstones;
         }
 
         /** Keeps a copy of each block as written, decompressed: call before the first entry. */
@@ -464,6 +511,7 @@ final class PartFile {
          */
         static Writer join(Writer[] ranges) {
             Writer all = new Writer(ranges[0].table, 0, ranges[0].blockBytes);
+            all.tombstones = ranges[0].tombstones;
             if (ranges[0].rawBlocks != null) {
                 all.keepBlocks();
             }
@@ -507,7 +555,7 @@ final class PartFile {
                 endBlock();
             }
             ByteArrayOutputStream footer = new ByteArrayOutputStream();
-            writeInt(footer, FOOTER_MAGIC);
+            writeInt(footer, tombstones ? FOOTER_MAGIC_OVERLAY : FOOTER_MAGIC);
             Varints.write(footer, entries);
             IndexFile.writeFileTable(footer, table.files());
             Varints.write(footer, blocks);
@@ -603,8 +651,9 @@ final class PartFile {
             return current.keyLength;
         }
 
+        /** This entry's data file; null: a tombstone (in an overlay). */
         String file() {
-            return footer.files[current.ref];
+            return current.ref < 0 ? null : footer.files[current.ref];
         }
 
         long position() {
@@ -652,6 +701,8 @@ final class PartFile {
         final long entries;
         /** Whether each block ends with a restart table (parts written before them do not). */
         final boolean restarts;
+        /** Whether entries may be tombstones: the file is a part's overlay. */
+        final boolean tombstones;
 
         final String[] files;
         private final byte[] firstKeys;
@@ -667,6 +718,7 @@ final class PartFile {
                 long length,
                 long entries,
                 boolean restarts,
+                boolean tombstones,
                 String[] files,
                 byte[] firstKeys,
                 int[] firstKeyEnds,
@@ -679,6 +731,7 @@ final class PartFile {
             this.length = length;
             this.entries = entries;
             this.restarts = restarts;
+            this.tombstones = tombstones;
             this.files = files;
             this.firstKeys = firstKeys;
             this.firstKeyEnds = firstKeyEnds;
@@ -766,7 +819,7 @@ final class PartFile {
         byte[] raw = decompress(location, "footer", tail, at, footerLength, -1);
         Reader in = new Reader(location, raw, 0);
         int magic = in.int32();
-        if (magic != FOOTER_MAGIC && magic != FOOTER_MAGIC_NO_RESTARTS) {
+        if (magic != FOOTER_MAGIC && magic != FOOTER_MAGIC_NO_RESTARTS && magic != FOOTER_MAGIC_OVERLAY) {
             throw new DamagedIndexException(location + " is not a key index part");
         }
         long entries = in.varint();
@@ -802,7 +855,7 @@ final class PartFile {
                 || Arrays.stream(lengths).anyMatch(l -> l <= 0)) {
             throw new DamagedIndexException(location + " has a footer that does not match its blocks");
         }
-        boolean restarts = magic == FOOTER_MAGIC;
+        boolean restarts = magic != FOOTER_MAGIC_NO_RESTARTS;
         for (int b = 0; b < blocks && restarts; b++) {
             if (rawLengths[b] < 4L * restartCount(counts[b])) {
                 throw new DamagedIndexException(location + " has a footer that does not match its blocks");
@@ -813,6 +866,7 @@ final class PartFile {
                 length,
                 entries,
                 restarts,
+                magic == FOOTER_MAGIC_OVERLAY,
                 files,
                 keys.toByteArray(),
                 keyEnds,
@@ -938,7 +992,7 @@ final class PartFile {
                 if (c == 0) {
                     found.add(new IndexEntries.Entry(
                             entries.key(),
-                            footer.files[entries.ref],
+                            entries.ref < 0 ? null : footer.files[entries.ref], // null: a tombstone
                             entries.position,
                             new BigInteger(entries.sequence())));
                     current = false;
@@ -1059,7 +1113,7 @@ final class PartFile {
             position = in.varint();
             sequenceLength = in.count(Integer.MAX_VALUE);
             sequenceFrom = in.skip(sequenceLength);
-            if (ref < 0 || ref >= footer.files.length || sequenceLength == 0) {
+            if ((ref < 0 && !(ref == -1 && footer.tombstones)) || ref >= footer.files.length || sequenceLength == 0) {
                 throw in.damaged("an entry pointing to no data file");
             }
             return shared;

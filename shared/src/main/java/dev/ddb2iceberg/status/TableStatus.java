@@ -163,14 +163,24 @@ public record TableStatus(
      *
      * @param manifest its manifest's location
      * @param parts parts the keys are spread over
-     * @param entries entries in the parts' base files (one per live row when no deltas are pending)
+     * @param entries entries in the parts' base files (one per live row when no deltas are pending
+     *     and no part has an overlay)
+     * @param overlayEntries entries in the parts' overlays (newer entries and removals laid over a
+     *     large part, until a fold rewrites it)
      * @param deltas delta files written since the parts were last folded
      * @param deltaEntries entries in them
      * @param bytes size of all its files in storage
      * @param damaged why the index cannot be read, or null (the next merge rebuilds a damaged one)
      */
     public record KeyIndexStatus(
-            String manifest, int parts, long entries, int deltas, long deltaEntries, long bytes, String damaged) {
+            String manifest,
+            int parts,
+            long entries,
+            long overlayEntries,
+            int deltas,
+            long deltaEntries,
+            long bytes,
+            String damaged) {
         static KeyIndexStatus of(Table table, Snapshot snapshot) {
             String manifest = KeyIndex.manifestOf(snapshot);
             if (manifest == null) {
@@ -180,9 +190,16 @@ public record TableStatus(
                 IndexManifest m =
                         KeyIndex.open(table, manifest, new IndexCache(0)).manifest();
                 return new KeyIndexStatus(
-                        manifest, m.parts(), m.baseEntries(), m.deltas().size(), m.deltaEntries(), m.bytes(), null);
+                        manifest,
+                        m.parts(),
+                        m.baseEntries(),
+                        m.overlayEntries(),
+                        m.deltas().size(),
+                        m.deltaEntries(),
+                        m.bytes(),
+                        null);
             } catch (DamagedIndexException e) {
-                return new KeyIndexStatus(manifest, 0, 0, 0, 0, 0, e.getMessage());
+                return new KeyIndexStatus(manifest, 0, 0, 0, 0, 0, 0, e.getMessage());
             }
         }
     }
@@ -407,8 +424,12 @@ public record TableStatus(
                                     ? "none for this snapshot (with KEY_INDEX=on the next merge builds it from the table)"
                                     : keyIndex.damaged() != null
                                             ? "damaged: " + keyIndex.damaged() + " (the next merge rebuilds it)"
-                                            : keyIndex.entries() + " entries in " + keyIndex.parts() + " parts + "
-                                                    + keyIndex.deltas() + " deltas (" + keyIndex.deltaEntries()
+                                            : keyIndex.entries() + " entries in " + keyIndex.parts() + " parts"
+                                                    + (keyIndex.overlayEntries() == 0
+                                                            ? ""
+                                                            : " (and " + keyIndex.overlayEntries()
+                                                                    + " in their overlays)")
+                                                    + " + " + keyIndex.deltas() + " deltas (" + keyIndex.deltaEntries()
                                                     + " entries), " + keyIndex.bytes() + " bytes; covers this snapshot")
                     .append('\n');
         }

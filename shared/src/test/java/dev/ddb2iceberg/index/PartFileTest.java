@@ -471,6 +471,55 @@ class PartFileTest {
                 "entries at positions from 1,000 on, newer ones winning");
     }
 
+    @Test
+    void anOverlayKeepsItsTombstonesAndAnswersThemWhereABasePartHasNone() {
+        // An overlay lies over a base part: its tombstones remove the part's entries, so they stay.
+        Random random = new Random(8);
+        IndexEntries.Builder first = new IndexEntries.Builder();
+        IndexEntries.Builder second = new IndexEntries.Builder();
+        Map<String, String> expected = new TreeMap<>();
+        for (int n = 0; n < 4_000; n += 1 + random.nextInt(3)) {
+            IndexEntries.Entry e = random.nextInt(4) == 0
+                    ? new IndexEntries.Entry(key(n), null, 0, BigInteger.ZERO)
+                    : new IndexEntries.Entry(key(n), "first" + (n % 3), n, BigInteger.valueOf(n + 1));
+            first.add(e);
+            expected.put("k" + n, describe(e));
+        }
+        for (int n = 0; n < 5_000; n += 1 + random.nextInt(5)) {
+            IndexEntries.Entry e = random.nextInt(3) == 0
+                    ? new IndexEntries.Entry(key(n), null, 0, BigInteger.ZERO)
+                    : new IndexEntries.Entry(key(n), "second", n * 10L, BigInteger.valueOf(10_000L + n));
+            second.add(e);
+            expected.put("k" + n, describe(e));
+        }
+        byte[] once = PartFile.overlay(null, null, first.build(), 1, Long.MIN_VALUE, false, true)
+                .finish();
+        PartFile.Footer footer = footerOf(once);
+        assertTrue(footer.tombstones, "an overlay's footer says its entries may be tombstones");
+        byte[] twice = PartFile.overlay(footer, once, second.build(), 4, Long.MIN_VALUE, false, true)
+                .finish();
+        assertEquals(
+                expected,
+                asMap(PartFile.readAll(footerOf(twice), twice)),
+                "each key's newest entry or tombstone, read whole");
+        List<byte[]> keys = new ArrayList<>();
+        for (String k : expected.keySet()) {
+            keys.add(k.getBytes(StandardCharsets.UTF_8));
+        }
+        Map<String, String> found = new TreeMap<>();
+        for (IndexEntries.Entry e : lookUp(footerOf(twice), twice, keys)) {
+            found.put(new String(e.key(), StandardCharsets.UTF_8), describe(e));
+        }
+        assertEquals(expected, found, "each key's newest entry or tombstone, looked up by block");
+
+        IndexEntries withTombstone = second.build();
+        IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> PartFile.encode(withTombstone));
+        assertTrue(refused.getMessage().contains("tombstone in a base part"), refused.getMessage());
+        byte[] base = PartFile.encode(newerOnly(withTombstone));
+        assertTrue(!footerOf(base).tombstones, "a base part's footer allows no tombstone");
+    }
+
     private static IndexEntries newerOnly(IndexEntries changes) {
         IndexEntries.Builder live = new IndexEntries.Builder();
         for (int i = 0; i < changes.size(); i++) {

@@ -611,8 +611,10 @@ class KeyIndexTest {
             assertTrue(cache.heldBytes(file) > 0 && cache.onDisk(file), file + " is held in memory and on disk");
         }
 
+        // Changes to more than an eighth of the part folded, so the fold rewrites it (fewer would go
+        // into its overlay, replacing nothing).
         IndexEntries.Builder changes = new IndexEntries.Builder();
-        for (byte[] key : encodedKeys(w, 200)) {
+        for (byte[] key : encodedKeys(w, 1_000)) {
             changes.add(key, "s3://bucket/data/new.parquet", 7, new byte[] {1});
         }
         KeyIndex.Written next = index.withChanges(table(), changes.build(), pool);
@@ -642,13 +644,13 @@ class KeyIndexTest {
     }
 
     @Test
-    void aFoldHandsACacheWithRoomTheNewPartsBlocksSoTheNextLookupReadsOnlyTheirFooters() {
+    void aFoldHandsACacheWithRoomTheBlocksItWroteSoTheNextLookupReadsOnlyTheirFooters() {
         KeyedWorkload w = new KeyedWorkload(33, 5_000);
         stage(w.next(5_000));
         merge();
         String manifest = KeyIndex.manifestOf(table().currentSnapshot());
         IndexEntries.Builder changes = new IndexEntries.Builder();
-        for (byte[] key : encodedKeys(w, 200)) {
+        for (byte[] key : encodedKeys(w, 40)) {
             changes.add(key, "s3://bucket/data/new.parquet", 7, new byte[] {1});
         }
         IndexEntries delta = changes.build();
@@ -661,10 +663,13 @@ class KeyIndexTest {
         KeyIndex.Written next = index.withChanges(table(), delta, pool);
         IndexManifest after =
                 KeyIndex.open(table(), next.manifest(), new IndexCache(0)).manifest();
-        List<IndexManifest.Part> newParts = after.base().stream()
+        // Fewer changes than an eighth of a part: the fold writes the part's overlay, not the part.
+        List<IndexManifest.Part> newParts = java.util.stream.Stream.concat(
+                        after.base().stream(), after.overlays().stream())
                 .filter(p -> p.path() != null && next.files().contains(p.path()))
                 .toList();
         assertTrue(!newParts.isEmpty(), "the commit folds a part: " + next.files());
+        assertTrue(!after.overlays().isEmpty(), "into its overlay: " + after);
         long footers = newParts.stream().mapToLong(IndexManifest.Part::footer).sum();
 
         long read = roomy.bytesRead();
@@ -711,6 +716,189 @@ class KeyIndexTest {
     private IndexManifest currentManifest() {
         return KeyIndex.open(table(), KeyIndex.manifestOf(table().currentSnapshot()), new IndexCache(0))
                 .manifest();
+    }
+
+    /** A key of the overlay tests' index: its encoding, as a merge looks it up. */
+    private static byte[] overlayKey(int n) {
+        return IndexKeys.encode(List.of("item-" + n, (long) n));
+    }
+
+    private static String described(IndexEntries.Entry e) {
+        return e == null ? "none" : e.file() + "@" + e.position() + "#" + e.sequence();
+    }
+
+    /** Looks every key up in the index the manifest names and compares each answer with the model's. */
+    private static void assertLookupsAgree(
+            Table table,
+            String manifest,
+            IndexCache cache,
+            Map<Integer, String> model,
+            int keys,
+            ExecutorService pool,
+            String when) {
+        List<byte[]> all = new ArrayList<>();
+        for (int n = 0; n < keys; n++) {
+            all.add(overlayKey(n));
+        }
+        IndexEntries.Entry[] found = KeyIndex.open(table, manifest, cache).lookupEach(all, pool);
+        List<String> differences = new ArrayList<>();
+        for (int n = 0; n < keys; n++) {
+            String expected = model.getOrDefault(n, "none");
+            if (!expected.equals(described(found[n]))) {
+                differences.add("key " + n + ": expected " + expected + ", found " + described(found[n]));
+            }
+        }
+        assertTrue(
+                differences.isEmpty(),
+                () -> when + ": " + differences.size() + " keys the index answers wrongly, e.g. "
+                        + differences.subList(0, Math.min(3, differences.size())));
+    }
+
+    @Test
+    void aLargePartTakesSmallFoldsIntoItsOverlayAndEveryLookupAgreesWithTheModel() {
+        stage(new KeyedWorkload(40, 10).next(10));
+        merge(); // a table, for its storage: the index below is written and read directly
+        Table table = table();
+        IndexCache cache = new IndexCache(64L << 20);
+        int parts = 4;
+        int built = 8_000;
+        Map<Integer, String> model = new HashMap<>();
+        KeyIndex.Build build = KeyIndex.newBuild(table, parts, cache);
+        IndexEntries.Builder[] byPart = new IndexEntries.Builder[parts];
+        for (int p = 0; p < parts; p++) {
+            byPart[p] = new IndexEntries.Builder();
+        }
+        for (int n = 0; n < built; n++) {
+            IndexEntries.Entry e =
+                    new IndexEntries.Entry(overlayKey(n), "built-" + (n % 5), n, java.math.BigInteger.valueOf(n));
+            byPart[IndexKeys.part(e.key(), parts)].add(e);
+            model.put(n, described(e));
+        }
+        for (int p = 0; p < parts; p++) {
+            build.writePart(p, byPart[p].build());
+        }
+        String manifest = build.finish()
+                .withChanges(table, new IndexEntries.Builder().build(), pool)
+                .manifest();
+
+        Random random = new Random(12);
+        int keys = built;
+        int overlayFolds = 0;
+        int overlaysFoldedIntoTheirParts = 0;
+        for (int commit = 1; commit <= 40; commit++) {
+            // A merge's delta: keys updated, removed (some of them removed already), and new.
+            IndexEntries.Builder delta = new IndexEntries.Builder();
+            Set<Integer> touched = new HashSet<>();
+            for (int j = 0; j < 120; j++) {
+                int n = j < 100 ? random.nextInt(keys) : keys++;
+                if (!touched.add(n)) {
+                    continue;
+                }
+                IndexEntries.Entry e = j % 4 == 0 && j < 100
+                        ? new IndexEntries.Entry(overlayKey(n), null, 0, java.math.BigInteger.ZERO)
+                        : new IndexEntries.Entry(
+                                overlayKey(n),
+                                "commit-" + commit,
+                                j,
+                                java.math.BigInteger.valueOf(100_000L * commit + j));
+                delta.add(e);
+                if (e.isTombstone()) {
+                    model.remove(n);
+                } else {
+                    model.put(n, described(e));
+                }
+            }
+            KeyIndex before = KeyIndex.open(table, manifest, cache);
+            if (commit % 2 == 0) {
+                before.foldAhead(table); // as a merge does; on odd commits withChanges folds itself
+            }
+            manifest = before.withChanges(table, delta.build(), pool).manifest();
+            IndexManifest was = before.manifest();
+            IndexManifest now = KeyIndex.open(table, manifest, cache).manifest();
+            for (int p = 0; p < parts; p++) {
+                boolean baseRewritten = !Objects.equals(
+                        was.base().get(p).path(), now.base().get(p).path());
+                boolean overlayRewritten =
+                        !Objects.equals(was.overlay(p).path(), now.overlay(p).path());
+                if (overlayRewritten && !baseRewritten) {
+                    overlayFolds++;
+                    assertTrue(
+                            now.overlay(p).entries() <= now.base().get(p).entries() * KeyIndex.overlayShare(p),
+                            "an overlay stays within its share of its part: " + now);
+                }
+                if (baseRewritten && was.overlay(p).path() != null) {
+                    overlaysFoldedIntoTheirParts++;
+                    assertNull(now.overlay(p).path(), "a part rewritten takes its overlay in: " + now);
+                }
+            }
+            assertLookupsAgree(table, manifest, cache, model, keys, pool, "after commit " + commit);
+            if (commit % 10 == 0) {
+                assertLookupsAgree(
+                        table, manifest, new IndexCache(0), model, keys, pool, "cold, after commit " + commit);
+            }
+        }
+        assertTrue(overlayFolds > 10, "most folds went into the parts' overlays: " + overlayFolds);
+        assertTrue(overlaysFoldedIntoTheirParts > 0, "an overlay past its share went into its part");
+
+        // Commits with no changes until every part has absorbed every delta: then each part read
+        // whole, its overlay laid over it, holds exactly the model's live entries of it.
+        for (int commit = 0; commit <= parts; commit++) {
+            manifest = KeyIndex.open(table, manifest, cache)
+                    .withChanges(table, new IndexEntries.Builder().build(), pool)
+                    .manifest();
+        }
+        KeyIndex last = KeyIndex.open(table, manifest, cache);
+        assertEquals(0, last.manifest().deltaEntries(), "every delta with entries absorbed: " + last.manifest());
+        assertTrue(!last.manifest().overlays().isEmpty(), "with overlays left to read: " + last.manifest());
+        Map<IndexEntries.ByteKey, Integer> numbers = new HashMap<>();
+        for (int n = 0; n < keys; n++) {
+            numbers.put(new IndexEntries.ByteKey(overlayKey(n)), n);
+        }
+        Map<Integer, String> read = new HashMap<>();
+        for (int p = 0; p < parts; p++) {
+            IndexEntries entries = last.readPart(p);
+            for (int i = 0; i < entries.size(); i++) {
+                IndexEntries.Entry e = entries.entry(i);
+                read.put(numbers.get(new IndexEntries.ByteKey(e.key())), described(e));
+            }
+        }
+        List<String> differences = new ArrayList<>();
+        for (int n = 0; n < keys; n++) {
+            if (!Objects.equals(model.get(n), read.get(n))) {
+                differences.add("key " + n + ": expected " + model.get(n) + ", read " + read.get(n));
+            }
+        }
+        assertTrue(
+                differences.isEmpty(),
+                () -> differences.size() + " keys where the parts read whole, overlays laid over them, differ from"
+                        + " the model, e.g. " + differences.subList(0, Math.min(3, differences.size())));
+    }
+
+    @Test
+    void aManifestWrittenBeforeOverlaysIsReadAsOneWithNone() throws IOException {
+        KeyedWorkload w = new KeyedWorkload(41, 300);
+        stage(w.next(300));
+        merge();
+        stage(w.next(30));
+        merge();
+        Table table = table();
+        String manifest = KeyIndex.manifestOf(table.currentSnapshot());
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode tree;
+        try (var in = table.io().newInputFile(manifest).newStream()) {
+            tree = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(in);
+        }
+        tree.put("format", 2);
+        tree.remove("overlays");
+        String older = manifest.replace("-manifest.json", "-format-2-manifest.json");
+        try (var out = table.io().newOutputFile(older).createOrOverwrite()) {
+            json.writeValue(out, tree);
+        }
+        IndexManifest read = KeyIndex.open(table, older, new IndexCache(0)).manifest();
+        assertEquals(IndexManifest.FORMAT, read.format(), "read as the current format");
+        assertTrue(read.overlays().isEmpty(), "with no overlays: " + read);
+        assertEquals(
+                KeyIndex.open(table, manifest, new IndexCache(0)).manifest().base(), read.base(), "and the same parts");
     }
 
     @Test
