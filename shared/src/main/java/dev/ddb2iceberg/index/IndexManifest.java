@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.index;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -23,7 +24,7 @@ import org.apache.iceberg.io.FileIO;
  * dropped once every part has absorbed it. A snapshot summary names the manifest of the index that
  * describes exactly that snapshot.
  *
- * @param format {@link #FORMAT}
+ * @param format {@link #FORMAT}, or {@link #FORMAT_WITHOUT_OVERLAYS} when no part has an overlay
  * @param parts how many parts the keys are spread over (by {@link IndexKeys#part})
  * @param base each part, in part order
  * @param overlays each part's overlay, in part order ({@link KeyIndex#emptyPart} where it has none),
@@ -38,17 +39,21 @@ public record IndexManifest(
         int format,
         int parts,
         List<Part> base,
-        List<Part> overlays,
+        @JsonInclude(JsonInclude.Include.NON_EMPTY) List<Part> overlays,
         List<Delta> deltas,
         long generation,
         long baseEntries,
         long deltaEntries,
         long bytes) {
     /**
-     * 3: parts with overlays. Format 2 (parts read by block, no overlays) is read as format 3 with
-     * none; format 1 (whole-file parts) is rebuilt, once.
+     * 3: parts with overlays. A version without overlays (a small table's, every removals index) is
+     * written as format 2 (parts read by block, no overlays), so a release from before overlays
+     * still reads it; format 1 (whole-file parts) is rebuilt, once.
      */
     public static final int FORMAT = 3;
+
+    /** The format of a version without overlays, written as before there were any. */
+    public static final int FORMAT_WITHOUT_OVERLAYS = 2;
 
     /** Strict: an unknown or missing field (a damaged manifest) fails the read, never reads as zero. */
     private static final ObjectMapper JSON =
@@ -76,7 +81,7 @@ public record IndexManifest(
     static IndexManifest of(List<Part> base, List<Part> overlays, List<Delta> deltas, long generation) {
         boolean none = overlays.stream().allMatch(o -> o.path() == null);
         return new IndexManifest(
-                FORMAT,
+                none ? FORMAT_WITHOUT_OVERLAYS : FORMAT,
                 base.size(),
                 List.copyOf(base),
                 none ? List.of() : List.copyOf(overlays),
@@ -123,21 +128,24 @@ public record IndexManifest(
             int format = tree == null ? 0 : tree.path("format").asInt();
             if (format == 1) {
                 throw new DamagedIndexException("key index manifest " + location
-                        + " is format 1 (parts read whole); this version reads parts by block (format " + FORMAT + ")");
+                        + " is format 1 (parts read whole); this version reads parts by block (format "
+                        + FORMAT_WITHOUT_OVERLAYS + " or " + FORMAT + ")");
             }
-            if (format == 2 && tree instanceof ObjectNode v2) {
-                v2.put("format", FORMAT); // the same files, none of them an overlay
-                v2.putArray("overlays");
+            if (format == FORMAT_WITHOUT_OVERLAYS && tree instanceof ObjectNode without && !tree.has("overlays")) {
+                without.putArray("overlays");
             }
             IndexManifest m = JSON.treeToValue(tree, IndexManifest.class);
-            if (m.format() != FORMAT
+            boolean overlays = m.overlays() != null && !m.overlays().isEmpty();
+            if ((m.format() != FORMAT && m.format() != FORMAT_WITHOUT_OVERLAYS)
                     || m.parts() < 1
                     || m.base() == null
                     || m.base().size() != m.parts()
                     || m.overlays() == null
-                    || (!m.overlays().isEmpty() && m.overlays().size() != m.parts())
+                    || overlays != (m.format() == FORMAT)
+                    || (overlays && m.overlays().size() != m.parts())
                     || m.deltas() == null) {
-                throw new DamagedIndexException(location + " is not a format " + FORMAT + " key index manifest");
+                throw new DamagedIndexException(location + " is not a format " + FORMAT_WITHOUT_OVERLAYS + " or "
+                        + FORMAT + " key index manifest");
             }
             return m;
         } catch (JacksonException e) {

@@ -151,7 +151,7 @@ public final class KeyIndex {
     }
 
     /**
-     * Every file of the index the snapshot names (manifest, parts, deltas), for orphan cleanup: files
+     * Every file of the index the snapshot names (manifest, parts, overlays, deltas), for orphan cleanup: files
      * no kept snapshot names are orphans. A manifest that cannot be read keeps only itself.
      */
     public static List<String> filesOf(Table table, Snapshot snapshot) {
@@ -337,7 +337,7 @@ public final class KeyIndex {
             // A part's overlay holds its newer entries and tombstones: a key it decides is not
             // looked for in the part itself.
             IndexEntries.Entry[] inOverlays = new IndexEntries.Entry[found.length];
-            readParts(keys, partOf, manifest::overlay, inOverlays, pool);
+            readParts(keys, partOf, manifest::overlay, true, inOverlays, pool);
             for (int i = 0; i < found.length; i++) {
                 if (inOverlays[i] != null) {
                     partOf[i] = -1;
@@ -345,19 +345,22 @@ public final class KeyIndex {
                 }
             }
         }
-        readParts(keys, partOf, p -> manifest.base().get(p), found, pool);
+        readParts(keys, partOf, p -> manifest.base().get(p), false, found, pool);
         return found;
     }
 
     /**
      * Looks each key up in the file {@code fileOf} gives for its part ({@code partOf}: -1 where the
      * key is decided already), filling {@code found} at the key's position: the footers first (cached
-     * in a warm merger), then each block with the keys it can hold, in parallel.
+     * in a warm merger), then each block with the keys it can hold, in parallel. {@code overlays}:
+     * the files are overlays (which may hold tombstones); a file of the other kind is damage, so a
+     * base part can never answer a key with a tombstone.
      */
     private void readParts(
             List<byte[]> keys,
             int[] partOf,
             IntFunction<IndexManifest.Part> fileOf,
+            boolean overlays,
             IndexEntries.Entry[] found,
             ExecutorService pool) {
         int parts = manifest.parts();
@@ -394,6 +397,11 @@ public final class KeyIndex {
                 pool,
                 p -> {
                     PartFile.Footer footer = Futures.join(footers.get(p), "reading the key index");
+                    if (footer.tombstones != overlays) {
+                        throw new DamagedIndexException(footer.location + " is "
+                                + (overlays ? "not a part's overlay" : "a part's overlay")
+                                + ", but the manifest names it as " + (overlays ? "one" : "a part"));
+                    }
                     KeySort.sort(byPart, partStart[p], partStart[p + 1], KeySort.Keys.of(keys));
                     List<Future<?>> started = new ArrayList<>();
                     for (int from = partStart[p]; from < partStart[p + 1]; ) {
@@ -558,7 +566,8 @@ public final class KeyIndex {
     /**
      * Lays each listed part's pending entries (those of {@code layers} newer than the generation it
      * absorbed; layers oldest first, so the newest entry of a key wins) over it, as new part files
-     * named {@code prefix-part-N.bin}; they have absorbed {@code generation}. {@code pool} null: one
+     * named {@code prefix-part-N.bin}, or into its overlay, {@code prefix-part-N-overlay.bin} (see
+     * {@link #fold}); they have absorbed {@code generation}. {@code pool} null: one
      * part after another in this thread.
      */
     private Folded foldParts(

@@ -32,7 +32,8 @@ import java.util.zip.CRC32;
  * (a 4-byte offset per restart, at the block's end) says where each starts, so a lookup finds
  * the restart at or below its key by binary search and decodes at most that many entries, not
  * half the block. Parts written before restarts (footer magic {@code 0xDD820002}) have none, and
- * are scanned from each block's start. The footer (compressed too) holds the entry count, the data file table the
+ * are scanned from each block's start; an overlay's footer magic is {@code 0xDD820004}, a base
+ * part's {@code 0xDD820003}. The footer (compressed too) holds the entry count, the data file table the
  * entries point into, and per block its first key, compressed and raw length, entry count and
  * CRC-32. The tail is the footer's length, its CRC-32 and a marker. Every block and the footer are
  * checked against their CRC, and entry counts and key order are checked as they are decoded, so a

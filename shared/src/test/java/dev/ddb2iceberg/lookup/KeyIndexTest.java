@@ -826,6 +826,12 @@ class KeyIndexTest {
                             now.overlay(p).entries() <= now.base().get(p).entries() * KeyIndex.overlayShare(p),
                             "an overlay stays within its share of its part: " + now);
                 }
+                if (now.overlay(p).path() != null) {
+                    assertTrue(
+                            now.files().contains(now.overlay(p).path()) && now.format() == IndexManifest.FORMAT,
+                            "a version with overlays lists them among its files (orphan cleanup keeps them), in"
+                                    + " the format that has them: " + now);
+                }
                 if (baseRewritten && was.overlay(p).path() != null) {
                     overlaysFoldedIntoTheirParts++;
                     assertNull(now.overlay(p).path(), "a part rewritten takes its overlay in: " + now);
@@ -862,6 +868,37 @@ class KeyIndexTest {
                 read.put(numbers.get(new IndexEntries.ByteKey(e.key())), described(e));
             }
         }
+        // A manifest that names an overlay as a part (damage) is refused, never answered with its tombstones.
+        int withOverlay = 0;
+        while (last.manifest().overlay(withOverlay).path() == null) {
+            withOverlay++;
+        }
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode tree;
+        try (var in = table.io().newInputFile(manifest).newStream()) {
+            tree = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(in);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        ((com.fasterxml.jackson.databind.node.ArrayNode) tree.get("base"))
+                .set(withOverlay, tree.get("overlays").get(withOverlay).deepCopy());
+        String mixedUp = manifest.replace("-manifest.json", "-mixed-up-manifest.json");
+        try (var out = table.io().newOutputFile(mixedUp).createOrOverwrite()) {
+            json.writeValue(out, tree);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        List<byte[]> everyKey = new ArrayList<>();
+        for (int n = 0; n < keys; n++) {
+            everyKey.add(overlayKey(n));
+        }
+        KeyIndex damaged = KeyIndex.open(table, mixedUp, new IndexCache(0));
+        dev.ddb2iceberg.index.DamagedIndexException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                dev.ddb2iceberg.index.DamagedIndexException.class, () -> damaged.lookupEach(everyKey, pool));
+        assertTrue(
+                refused.getMessage().contains("is a part's overlay, but the manifest names it as a part"),
+                refused.getMessage());
+
         List<String> differences = new ArrayList<>();
         for (int n = 0; n < keys; n++) {
             if (!Objects.equals(model.get(n), read.get(n))) {
@@ -875,7 +912,7 @@ class KeyIndexTest {
     }
 
     @Test
-    void aManifestWrittenBeforeOverlaysIsReadAsOneWithNone() throws IOException {
+    void aVersionWithoutOverlaysIsWrittenAsBeforeThemAndSuchAManifestReadsBack() throws IOException {
         KeyedWorkload w = new KeyedWorkload(41, 300);
         stage(w.next(300));
         merge();
@@ -888,15 +925,20 @@ class KeyIndexTest {
         try (var in = table.io().newInputFile(manifest).newStream()) {
             tree = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(in);
         }
-        tree.put("format", 2);
-        tree.remove("overlays");
-        String older = manifest.replace("-manifest.json", "-format-2-manifest.json");
+        // A release from before overlays reads format 2 with exactly these fields, and no others.
+        List<String> fields = new ArrayList<>();
+        tree.fieldNames().forEachRemaining(fields::add);
+        assertEquals(
+                List.of("format", "parts", "base", "deltas", "generation", "baseEntries", "deltaEntries", "bytes"),
+                fields,
+                "a version without overlays has the fields it had before them");
+        assertEquals(IndexManifest.FORMAT_WITHOUT_OVERLAYS, tree.get("format").asInt(), "and their format");
+        String older = manifest.replace("-manifest.json", "-copy-manifest.json");
         try (var out = table.io().newOutputFile(older).createOrOverwrite()) {
             json.writeValue(out, tree);
         }
         IndexManifest read = KeyIndex.open(table, older, new IndexCache(0)).manifest();
-        assertEquals(IndexManifest.FORMAT, read.format(), "read as the current format");
-        assertTrue(read.overlays().isEmpty(), "with no overlays: " + read);
+        assertTrue(read.overlays().isEmpty(), "read back with no overlays: " + read);
         assertEquals(
                 KeyIndex.open(table, manifest, new IndexCache(0)).manifest().base(), read.base(), "and the same parts");
     }
