@@ -1,10 +1,5 @@
 package dev.ddb2iceberg.benchmarks;
 
-import dev.ddb2iceberg.config.CatalogSettings;
-import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.config.S3Settings;
-import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
@@ -13,13 +8,8 @@ import dev.ddb2iceberg.merge.MergeOptions;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.table.TableCreator;
-import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.LocalStack;
-import java.io.Closeable;
 import java.math.BigInteger;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -29,7 +19,6 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 
 /**
@@ -58,27 +47,13 @@ public final class KeyIndexFolds {
         AsPackaged.hideWhatThePackagesLeaveOut();
         long entries = args.length > 0 ? Long.parseLong(args[0]) : 10_000_000L;
         int commits = args.length > 1 ? Integer.parseInt(args[1]) : 60;
-        Path dir = Files.createTempDirectory("key-index-folds");
-        try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
-            server.createBucket("bench");
-            LocalStack stack = new LocalStack(server, "bench", dir);
-            Environment env = new Environment(stack.environment("folds"));
-            StagingSettings staging = new StagingSettings("bench", "staging/", "quarantine/");
-            TableSettings settings = TableSettings.from(env);
-            Catalog catalog =
-                    CatalogSettings.from(env, staging, S3Settings.from(env)).load();
-            try {
-                KeyedWorkload workload = new KeyedWorkload(5, Integer.MAX_VALUE);
-                List<Change> first = List.of(workload.upsert(0, Operation.INSERT));
-                Table table = TableCreator.loadOrCreate(
-                        catalog, TableIdentifier.of(settings.namespace(), settings.name()), settings, first);
-                run(table, entries, commits);
-            } finally {
-                ((Closeable) catalog).close();
-            }
-        } finally {
-            MergeThroughput.deleteRecursively(dir);
-        }
+        LocalCatalog.run("folds", (catalog, settings) -> {
+            KeyedWorkload workload = new KeyedWorkload(5, Integer.MAX_VALUE);
+            List<Change> first = List.of(workload.upsert(0, Operation.INSERT));
+            Table table = TableCreator.loadOrCreate(
+                    catalog, TableIdentifier.of(settings.namespace(), settings.name()), settings, first);
+            run(table, entries, commits);
+        });
     }
 
     private static byte[] key(long i) {

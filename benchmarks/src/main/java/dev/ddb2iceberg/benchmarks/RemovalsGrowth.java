@@ -1,11 +1,6 @@
 package dev.ddb2iceberg.benchmarks;
 
 import dev.ddb2iceberg.commit.PipelineProperties;
-import dev.ddb2iceberg.config.CatalogSettings;
-import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.config.S3Settings;
-import dev.ddb2iceberg.config.StagingSettings;
-import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.Operation;
@@ -14,12 +9,8 @@ import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
-import dev.ddb2iceberg.testkit.LocalStack;
-import java.io.Closeable;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -55,23 +46,7 @@ public final class RemovalsGrowth {
     public static void main(String[] args) throws Exception {
         AsPackaged.hideWhatThePackagesLeaveOut(); // Hadoop's defaults files, as in the Lambda packages
         int merges = args.length == 0 ? 160 : Integer.parseInt(args[0]);
-        Path dir = Files.createTempDirectory("removals-bench");
-        try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
-            server.createBucket("bench");
-            LocalStack stack = new LocalStack(server, "bench", dir);
-            Environment env = new Environment(stack.environment("removals"));
-            StagingSettings staging = new StagingSettings("bench", "staging/", "quarantine/");
-            TableSettings settings = TableSettings.from(env);
-            Catalog catalog =
-                    CatalogSettings.from(env, staging, S3Settings.from(env)).load();
-            try {
-                run(catalog, settings, merges);
-            } finally {
-                ((Closeable) catalog).close();
-            }
-        } finally {
-            MergeThroughput.deleteRecursively(dir);
-        }
+        LocalCatalog.run("removals", (catalog, settings) -> run(catalog, settings, merges));
     }
 
     private static void run(Catalog catalog, TableSettings settings, int merges) {

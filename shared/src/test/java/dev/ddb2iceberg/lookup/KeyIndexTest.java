@@ -718,6 +718,26 @@ class KeyIndexTest {
                 .manifest();
     }
 
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
+            new com.fasterxml.jackson.databind.ObjectMapper();
+
+    /** A manifest's JSON, to change as a test needs. */
+    private static com.fasterxml.jackson.databind.node.ObjectNode readJson(Table table, String location) {
+        try (var in = table.io().newInputFile(location).newStream()) {
+            return (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(in);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void writeJson(Table table, String location, com.fasterxml.jackson.databind.JsonNode tree) {
+        try (var out = table.io().newOutputFile(location).createOrOverwrite()) {
+            JSON.writeValue(out, tree);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** A key of the overlay tests' index: its encoding, as a merge looks it up. */
     private static byte[] overlayKey(int n) {
         return IndexKeys.encode(List.of("item-" + n, (long) n));
@@ -873,21 +893,11 @@ class KeyIndexTest {
         while (last.manifest().overlay(withOverlay).path() == null) {
             withOverlay++;
         }
-        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
-        com.fasterxml.jackson.databind.node.ObjectNode tree;
-        try (var in = table.io().newInputFile(manifest).newStream()) {
-            tree = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(in);
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        com.fasterxml.jackson.databind.node.ObjectNode tree = readJson(table, manifest);
         ((com.fasterxml.jackson.databind.node.ArrayNode) tree.get("base"))
                 .set(withOverlay, tree.get("overlays").get(withOverlay).deepCopy());
         String mixedUp = manifest.replace("-manifest.json", "-mixed-up-manifest.json");
-        try (var out = table.io().newOutputFile(mixedUp).createOrOverwrite()) {
-            json.writeValue(out, tree);
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
+        writeJson(table, mixedUp, tree);
         List<byte[]> everyKey = new ArrayList<>();
         for (int n = 0; n < keys; n++) {
             everyKey.add(overlayKey(n));
@@ -912,7 +922,7 @@ class KeyIndexTest {
     }
 
     @Test
-    void aVersionWithoutOverlaysIsWrittenAsBeforeThemAndSuchAManifestReadsBack() throws IOException {
+    void aVersionWithoutOverlaysIsWrittenAsBeforeThemAndSuchAManifestReadsBack() {
         KeyedWorkload w = new KeyedWorkload(41, 300);
         stage(w.next(300));
         merge();
@@ -920,11 +930,7 @@ class KeyIndexTest {
         merge();
         Table table = table();
         String manifest = KeyIndex.manifestOf(table.currentSnapshot());
-        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
-        com.fasterxml.jackson.databind.node.ObjectNode tree;
-        try (var in = table.io().newInputFile(manifest).newStream()) {
-            tree = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(in);
-        }
+        com.fasterxml.jackson.databind.node.ObjectNode tree = readJson(table, manifest);
         // A release from before overlays reads format 2 with exactly these fields, and no others.
         List<String> fields = new ArrayList<>();
         tree.fieldNames().forEachRemaining(fields::add);
@@ -934,9 +940,7 @@ class KeyIndexTest {
                 "a version without overlays has the fields it had before them");
         assertEquals(IndexManifest.FORMAT_WITHOUT_OVERLAYS, tree.get("format").asInt(), "and their format");
         String older = manifest.replace("-manifest.json", "-copy-manifest.json");
-        try (var out = table.io().newOutputFile(older).createOrOverwrite()) {
-            json.writeValue(out, tree);
-        }
+        writeJson(table, older, tree);
         IndexManifest read = KeyIndex.open(table, older, new IndexCache(0)).manifest();
         assertTrue(read.overlays().isEmpty(), "read back with no overlays: " + read);
         assertEquals(
