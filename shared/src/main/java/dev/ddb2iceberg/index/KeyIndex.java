@@ -39,8 +39,8 @@ import org.slf4j.LoggerFactory;
  * Each commit adds one small delta file with its own entries (new rows, and tombstones for removed
  * items), numbered by generation, and folds the deltas into a few parts: those that absorbed the
  * fewest generations ({@link #withChanges}). No commit rewrites more than a bounded share of the
- * index, and the deltas a lookup consults stay few. A part large against what a fold brings it (a
- * table of 100M rows and more) takes folds into its overlay, a file of its newer entries and
+ * index, and the deltas a lookup consults stay few. A part large against what a fold brings it (on
+ * a table of 100M rows, or with small merges) takes folds into its overlay, a file of its newer entries and
  * tombstones, until that passes {@link #overlayShare} of it: so a fold's cost follows what
  * changed since the part was last rewritten, not the part. A manifest ({@link IndexManifest}) lists the
  * files; the snapshot summary property {@link PipelineProperties#KEY_INDEX} names the manifest,
