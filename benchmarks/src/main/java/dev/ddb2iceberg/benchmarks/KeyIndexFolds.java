@@ -11,6 +11,7 @@ import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import java.math.BigInteger;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -181,7 +182,7 @@ public final class KeyIndexFolds {
         pool.shutdown();
         // The first third warms up (the JIT, and the pace of the folds reaching its steady state).
         int from = commits / 3;
-        double meanCpu = mean(cpu, from);
+        double meanCpu = Arrays.stream(cpu, from, commits).average().orElse(0);
         Results.report(
                 String.format(
                         "key index upkeep of a merge: %,d-entry deltas into an index of %,d entries, mean of commits"
@@ -190,22 +191,9 @@ public final class KeyIndexFolds {
                 "follows the changes, not the table",
                 String.format(
                         "%.2f s of CPU a commit (%.1f µs a delta entry), folds wrote %.1f MB a commit, lookups %.0f ms",
-                        meanCpu, meanCpu * 1e6 / DELTA_ENTRIES, mean(foldBytes, from) / 1e6, mean(lookups, from)));
-    }
-
-    private static double mean(double[] values, int from) {
-        double sum = 0;
-        for (int i = from; i < values.length; i++) {
-            sum += values[i];
-        }
-        return sum / (values.length - from);
-    }
-
-    private static double mean(long[] values, int from) {
-        double sum = 0;
-        for (int i = from; i < values.length; i++) {
-            sum += values[i];
-        }
-        return sum / (values.length - from);
+                        meanCpu,
+                        meanCpu * 1e6 / DELTA_ENTRIES,
+                        Arrays.stream(foldBytes, from, commits).average().orElse(0) / 1e6,
+                        Arrays.stream(lookups, from, commits).average().orElse(0)));
     }
 }
