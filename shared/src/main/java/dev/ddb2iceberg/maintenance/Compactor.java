@@ -8,6 +8,7 @@ import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.model.SequenceNumbers;
+import dev.ddb2iceberg.table.RowLineage;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
@@ -435,7 +436,9 @@ public final class Compactor {
         projected.add(MetadataColumns.ROW_POSITION);
         Schema positions = new Schema(projected);
         Comparator<Record> byKey = order(positions);
-        MessageType target = ParquetRowCopy.target(table.schema());
+        // In v3 the lineage columns too: each moved row keeps its row id and sequence number.
+        Schema copied = RowLineage.ofMovedRows(table);
+        MessageType target = ParquetRowCopy.target(copied);
         List<ParquetRowCopy.Source> sources = new ArrayList<>();
         List<CloseableIterable<Record>> open = new ArrayList<>();
         try {
@@ -448,7 +451,7 @@ public final class Compactor {
                             task.file().location());
                     return null;
                 }
-                sources.add(source);
+                sources.add(source.inheritLineage(task.file()));
             }
             OutputFileFactory files = OutputFileFactory.builderFor(table, WRITER_IDS.incrementAndGet(), 0)
                     .operationId(operationId)
@@ -456,7 +459,12 @@ public final class Compactor {
                     .build();
             StructLike partition = tasks.get(0).file().partition();
             RollingDataWriter<ParquetRowCopy.Source> writer = new RollingDataWriter<>(
-                    ParquetRowCopy.writers(table), files, table.io(), options.targetFileSizeBytes(), spec, partition);
+                    ParquetRowCopy.writers(table, copied),
+                    files,
+                    table.io(),
+                    options.targetFileSizeBytes(),
+                    spec,
+                    partition);
             List<IndexEntries.Entry> written = new ArrayList<>();
             int rowPosition = positions.columns().size() - 1;
             FileScanTask only = tasks.get(0);
@@ -560,8 +568,11 @@ public final class Compactor {
         PartitionSpec spec = table.spec();
         PartitionKey partition = new PartitionKey(spec, table.schema());
         InternalRecordWrapper wrapper = new InternalRecordWrapper(table.schema().asStruct());
+        // In v3 the rows are read and written with their lineage, which they keep.
+        Schema read = RowLineage.ofMovedRows(table);
         GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
                 .dataFileFormat(FileFormat.PARQUET)
+                .dataSchema(read)
                 .build();
         OutputFileFactory files = OutputFileFactory.builderFor(table, WRITER_IDS.incrementAndGet(), 0)
                 .operationId(operationId)
@@ -573,7 +584,7 @@ public final class Compactor {
         StructLikeMap<List<IndexEntries.Entry>> written = StructLikeMap.create(spec.partitionType());
         try (writer) {
             for (FileScanTask task : tasks) {
-                CloseableIterable<Record> rows = TaskRows.read(table, task, table.schema());
+                CloseableIterable<Record> rows = TaskRows.read(table, task, read);
                 open.add(rows);
                 Iterator<Record> it = rows.iterator();
                 if (it.hasNext()) {

@@ -36,6 +36,7 @@ public final class TaskRows {
         return deletes.filter(
                 FormatModelRegistry.<Record, Schema>readBuilder(task.file().format(), Record.class, file)
                         .project(deletes.requiredSchema())
+                        .idToConstant(RowLineage.inherited(task.file())) // for a projection of the lineage columns
                         .split(task.start(), task.length())
                         .build());
     }

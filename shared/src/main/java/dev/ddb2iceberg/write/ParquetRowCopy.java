@@ -13,6 +13,7 @@ import org.apache.iceberg.DoubleFieldMetrics;
 import org.apache.iceberg.FieldMetrics;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FloatFieldMetrics;
+import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.MetricsConfig;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -134,16 +135,32 @@ public final class ParquetRowCopy {
         /** Per target column, where {@link #copyRow} keeps the row's value for the caller, or -1. */
         private final int[] slots;
 
+        /** The target columns of row lineage (v3: {@code _row_id}, {@code _last_updated_sequence_number}), or -1. */
+        private final int rowIdColumn;
+
+        private final int lastUpdatedColumn;
+        /** The file's first row id and data sequence number, which rows without written lineage inherit. */
+        private Long firstRowId;
+
+        private Long fileSequenceNumber;
         private Object[] kept = new Object[0];
         private int group = -1;
         private long groupEnd;
         private long next;
 
-        private Source(ParquetFileReader reader, String location, ColumnDescriptor[] columns, Kind[] kinds) {
+        private Source(
+                ParquetFileReader reader,
+                String location,
+                ColumnDescriptor[] columns,
+                Kind[] kinds,
+                int rowIdColumn,
+                int lastUpdatedColumn) {
             this.reader = reader;
             this.location = location;
             this.columns = columns;
             this.kinds = kinds;
+            this.rowIdColumn = rowIdColumn;
+            this.lastUpdatedColumn = lastUpdatedColumn;
             this.readers = new ColumnReader[columns.length];
             this.slots = new int[columns.length];
             java.util.Arrays.fill(slots, -1);
@@ -215,11 +232,29 @@ public final class ParquetRowCopy {
                     }
                 }
                 reader.setRequestedSchema(read); // a dropped column's chunks are never fetched
-                return new Source(reader, file.location(), columns, kinds);
+                return new Source(
+                        reader,
+                        file.location(),
+                        columns,
+                        kinds,
+                        topLevelColumn(target, MetadataColumns.ROW_ID.fieldId()),
+                        topLevelColumn(target, MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER.fieldId()));
             } catch (IOException | RuntimeException e) {
                 reader.close();
                 throw e;
             }
+        }
+
+        /**
+         * Gives the rows copied from here the lineage of {@code file}, this source's data file, where
+         * the file does not hold it: as Iceberg's readers give it, the file's first row id plus the
+         * row's position and the file's data sequence number (nulls for a file not committed yet,
+         * whose rows are new). A target without the lineage columns takes none.
+         */
+        public Source inheritLineage(DataFile file) {
+            firstRowId = file.firstRowId();
+            fileSequenceNumber = file.dataSequenceNumber();
+            return this;
         }
 
         /**
@@ -278,7 +313,9 @@ public final class ParquetRowCopy {
         void copyRow(ColumnWriter[] out, CopyMetrics metrics) {
             for (int i = 0; i < readers.length; i++) {
                 ColumnReader r = readers[i];
-                if (r == null) {
+                if (i == rowIdColumn || i == lastUpdatedColumn) {
+                    copyLineage(r, i == rowIdColumn, out[i]);
+                } else if (r == null) {
                     out[i].writeNull(0, 0);
                 } else if (slots[i] >= 0) {
                     kept[slots[i]] = copyKept(r, kinds[i], out[i]);
@@ -287,6 +324,29 @@ public final class ParquetRowCopy {
                 }
             }
             next++;
+        }
+
+        /**
+         * The row's lineage value: the one the file holds, else the one it inherits from the file
+         * (see {@link #inheritLineage}), else null. Written as a value, so the row keeps it in the
+         * new file, whose own first row id and sequence number are not the row's.
+         */
+        private void copyLineage(ColumnReader r, boolean rowId, ColumnWriter w) {
+            Long value = null;
+            if (r != null) {
+                if (r.getCurrentDefinitionLevel() == r.getDescriptor().getMaxDefinitionLevel()) {
+                    value = r.getLong();
+                }
+                r.consume();
+            }
+            if (value == null && firstRowId != null) {
+                value = rowId ? firstRowId + next : fileSequenceNumber;
+            }
+            if (value == null) {
+                w.writeNull(0, 0);
+            } else {
+                w.write(value, 0, 1);
+            }
         }
 
         /** One row's values of one column: the current value and those that repeat within the row. */
@@ -367,6 +427,21 @@ public final class ParquetRowCopy {
         public void close() throws IOException {
             reader.close();
         }
+    }
+
+    /** The target column that is the top-level field {@code fieldId}, or -1. */
+    private static int topLevelColumn(MessageType target, int fieldId) {
+        List<ColumnDescriptor> columns = target.getColumns();
+        for (int i = 0; i < columns.size(); i++) {
+            ColumnDescriptor c = columns.get(i);
+            Type field = target.getType(c.getPath()[0]);
+            if (c.getPath().length == 1
+                    && field.getId() != null
+                    && field.getId().intValue() == fieldId) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /** The target column that is the top-level column {@code name}. */
@@ -597,8 +672,17 @@ public final class ParquetRowCopy {
 
     /** New data files of {@code table} whose rows are copied from {@link Source}s. */
     public static FileWriterFactory<Source> writers(Table table) {
+        return writers(table, table.schema());
+    }
+
+    /**
+     * New data files of {@code table} with the columns of {@code schema} (the table's, or the table's
+     * and the lineage columns), whose rows are copied from {@link Source}s.
+     */
+    public static FileWriterFactory<Source> writers(Table table, Schema schema) {
         return dataWriters((file, spec, partition) -> Parquet.writeData(file.encryptingOutputFile())
                 .forTable(table)
+                .schema(schema)
                 .withSpec(spec)
                 .withPartition(partition)
                 .withKeyMetadata(file.keyMetadata())

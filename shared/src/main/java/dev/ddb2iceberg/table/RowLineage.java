@@ -1,0 +1,49 @@
+package dev.ddb2iceberg.table;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.iceberg.ContentFile;
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableUtil;
+
+/**
+ * Row lineage (format v3): each row's {@code _row_id} and {@code _last_updated_sequence_number}.
+ * A row written once inherits both from its data file (the file's first row id plus its position,
+ * and the file's data sequence number), so a merge's new rows need nothing written. A row that
+ * is only moved to another file, as compaction moves it, must keep both: the spec says the values
+ * are then written into the new file as columns, and a reader takes a written value over the
+ * inherited one. Without that, every compaction gave every row it moved a new id and the
+ * compaction's sequence number, as if the row had changed.
+ */
+public final class RowLineage {
+    private RowLineage() {}
+
+    /** Whether the table keeps row lineage: format v3 and later. */
+    public static boolean kept(Table table) {
+        return TableUtil.formatVersion(table) >= 3;
+    }
+
+    /**
+     * The schema files that move rows are written with: the table's, and in v3 the two lineage
+     * columns after its own.
+     */
+    public static Schema ofMovedRows(Table table) {
+        return kept(table) ? MetadataColumns.schemaWithRowLineage(table.schema()) : table.schema();
+    }
+
+    /**
+     * What a reader needs to give a file's rows their lineage where the file does not hold it: the
+     * file's first row id (null for a file not committed yet, or committed before v3: its rows have
+     * none) and its data sequence number, by field id, as Iceberg's readers take constants.
+     */
+    public static Map<Integer, Object> inherited(ContentFile<?> file) {
+        Map<Integer, Object> constants = new HashMap<>();
+        if (file.firstRowId() != null) {
+            constants.put(MetadataColumns.ROW_ID.fieldId(), file.firstRowId());
+        }
+        constants.put(MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER.fieldId(), file.dataSequenceNumber());
+        return constants;
+    }
+}
