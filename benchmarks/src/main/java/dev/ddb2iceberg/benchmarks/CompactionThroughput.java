@@ -23,7 +23,9 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -33,7 +35,8 @@ import org.apache.iceberg.catalog.TableIdentifier;
  * Compaction on a table built by many small merges (the merger's every-minute commits): files and
  * delete files before and after, and MB rewritten per second (one thread rewrites; 2 cores here).
  *
- * <p>Run: {@code java -Xmx4g -cp ... dev.ddb2iceberg.benchmarks.CompactionThroughput [merges] [changesPerMerge]}.
+ * <p>Run: {@code java -Xmx4g -cp ... dev.ddb2iceberg.benchmarks.CompactionThroughput [merges] [changesPerMerge]}
+ * ({@code -Dbench.formatVersion=3} for a v3 table).
  * With no arguments it measures full-size files instead ({@link FullSizeCompaction}).
  */
 public final class CompactionThroughput {
@@ -53,7 +56,11 @@ public final class CompactionThroughput {
         Path dir = Files.createTempDirectory("compaction-bench");
         try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(dir.resolve("s3"))) {
             server.createBucket("bench");
-            Environment env = new Environment(new LocalStack(server, "bench", dir).environment("compaction"));
+            Map<String, String> settings =
+                    new HashMap<>(new LocalStack(server, "bench", dir).environment("compaction"));
+            // -Dbench.formatVersion=3: a v3 table (deletion vectors; compaction keeps each row's lineage)
+            settings.put("TABLE_FORMAT_VERSION", System.getProperty("bench.formatVersion", "2"));
+            Environment env = new Environment(settings);
             StagingSettings staging = StagingSettings.from(env);
             Catalog catalog =
                     CatalogSettings.from(env, staging, S3Settings.from(env)).load();
