@@ -22,6 +22,7 @@ import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.OrderWorkload;
 import dev.ddb2iceberg.testkit.RandomValues;
+import dev.ddb2iceberg.testkit.RowLineageByKey;
 import dev.ddb2iceberg.testkit.TeamNamesWorkload;
 import java.io.IOException;
 import java.io.InputStream;
@@ -95,6 +96,7 @@ class SparkReadsPipelineTablesTest {
         TABLES.put("orders_v2_pages", ordersWithDeletesInV2Pages(stack));
         TABLES.put("orders_compacted", ordersCompacted(stack));
         TABLES.put("items_v3", itemsWithDeletionVectors(stack));
+        TABLES.put("items_v3_folded", itemsFoldedWithTheirLineage(stack));
         TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
         TABLES.put("exported", loadedFromAnExport(stack));
         TABLES.put("loaded_in_parallel", loadedInParallel(stack));
@@ -113,6 +115,10 @@ class SparkReadsPipelineTablesTest {
         TABLES.forEach((name, t) -> queries.put(name, "SELECT * FROM " + t.sparkName()));
         queries.put("readme", readme.query());
         queries.put("describe", "DESCRIBE TABLE " + TABLES.get("orders").sparkName());
+        queries.put(
+                "v3 lineage",
+                "SELECT pk, _row_id, _last_updated_sequence_number FROM "
+                        + TABLES.get("items_v3_folded").sparkName());
         List<String> removals = docSql("docs/guides/removals.md", "# Removals");
         List<String> history = docSql("docs/guides/change-history.md", "## Queries");
         assertEquals(1, removals.size(), "SQL blocks in docs/guides/removals.md's first section");
@@ -233,9 +239,37 @@ class SparkReadsPipelineTablesTest {
         return t;
     }
 
-    /** Format v3: replaced and removed rows are deletion vectors in Puffin files. */
+    /**
+     * Format v3: replaced and removed rows are deletion vectors in Puffin files (the merges do not
+     * fold here, so the files they touch keep their vectors).
+     */
     private static PipelineTable itemsWithDeletionVectors(LocalStack stack) {
-        PipelineTable t = new PipelineTable(stack, "items_v3", Map.of("TABLE_FORMAT_VERSION", "3"));
+        PipelineTable t = new PipelineTable(
+                stack, "items_v3", Map.of("TABLE_FORMAT_VERSION", "3", "REWRITE_FILES_BELOW_BYTES", "0"));
+        mergeItems(t);
+        assertEquals(3, TableUtil.formatVersion(t.table()));
+        assertTrue(
+                liveDeleteFiles(
+                                t,
+                                d -> d.content() == FileContent.POSITION_DELETES
+                                        && d.format().name().equals("PUFFIN"))
+                        > 0,
+                "the v3 table has live deletion vectors");
+        return t;
+    }
+
+    /**
+     * Format v3 as merges leave it by default: each merge folds the small files into its new one,
+     * the moved rows with their row lineage written into it.
+     */
+    private static PipelineTable itemsFoldedWithTheirLineage(LocalStack stack) {
+        PipelineTable t = new PipelineTable(stack, "items_v3_folded", Map.of("TABLE_FORMAT_VERSION", "3"));
+        mergeItems(t);
+        return t;
+    }
+
+    /** 300 new items, then three merges of 400 changes to them. */
+    private static void mergeItems(PipelineTable t) {
         KeyedWorkload workload = new KeyedWorkload(3, 300);
         List<Change> first = new ArrayList<>();
         for (int i = 0; i < 300; i++) {
@@ -247,15 +281,6 @@ class SparkReadsPipelineTablesTest {
             t.stage(workload.next(400));
             t.merge();
         }
-        assertEquals(3, TableUtil.formatVersion(t.table()));
-        assertTrue(
-                liveDeleteFiles(
-                                t,
-                                d -> d.content() == FileContent.POSITION_DELETES
-                                        && d.format().name().equals("PUFFIN"))
-                        > 0,
-                "the v3 table has live deletion vectors");
-        return t;
     }
 
     /** The table's live delete files that {@code which} picks, counted once per data file they apply to. */
@@ -487,6 +512,45 @@ class SparkReadsPipelineTablesTest {
     @Test
     void sparkSeesTheSourceTableOnFormatV3WithDeletionVectors() {
         assertSparkSeesTheSource("items_v3");
+    }
+
+    @Test
+    void sparkSeesTheSourceTableOnFormatV3WhoseMergesFoldTheirSmallFiles() {
+        assertSparkSeesTheSource("items_v3_folded");
+    }
+
+    @Test
+    void sparkSeesEachRowsLineageOnFormatV3AsIcebergGivesItThroughTheMergesFolds() {
+        PipelineTable t = TABLES.get("items_v3_folded");
+        // Each live row's id with its key's partition key and last updated sequence number.
+        Map<Long, String> expected = new TreeMap<>();
+        RowLineageByKey.read(t.table()).forEach((key, l) -> expected.put(l.get(0), key.get(0) + " @ " + l.get(1)));
+        long oldestFile = Long.MAX_VALUE;
+        try (CloseableIterable<FileScanTask> tasks = t.table().newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                oldestFile = Math.min(oldestFile, task.file().dataSequenceNumber());
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        long oldestRow = expected.values().stream()
+                .mapToLong(v -> Long.parseLong(v.substring(v.indexOf(" @ ") + 3)))
+                .min()
+                .orElseThrow();
+        assertTrue(
+                oldestRow < oldestFile,
+                "rows older than every data file (their lineage written by a fold): row " + oldestRow + ", file "
+                        + oldestFile);
+
+        Map<Long, String> seen = new TreeMap<>();
+        for (String line : spark.get("v3 lineage").rowsOrFail()) {
+            JsonNode row = SparkRows.parse(line);
+            seen.put(
+                    row.path("_row_id").asLong(),
+                    row.path("pk").asText() + " @ "
+                            + row.path("_last_updated_sequence_number").asLong());
+        }
+        assertEquals(expected, seen, "row id -> partition key @ last updated sequence number, Iceberg's and Spark's");
     }
 
     @Test

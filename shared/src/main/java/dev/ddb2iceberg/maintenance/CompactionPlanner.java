@@ -15,7 +15,6 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.io.CloseableIterable;
 
 /**
@@ -33,11 +32,11 @@ import org.apache.iceberg.io.CloseableIterable;
  *       or more, or one of its files has deletes to apply. Files between small and the target are
  *       healthy and never picked for their size: so a partition's growing tail is re-copied only
  *       while it is small, and an hour's compaction stays a multiple of the hour's changes.
- *   <li>In format v2 a partition's newest file, while small, is left to the merger, which folds a
- *       partition's small files into its new file at every merge that writes there: the merger
- *       keeps its partitions' newest file growing, compaction takes the rest, and they never race
- *       for the same file. (In v3 the merger does not fold, nor into the change history, whose every
- *       small file compaction takes.)
+ *   <li>A partition's newest file, while small, is left to the merger, which folds a partition's
+ *       small files into its new file at every merge that writes there: the merger keeps its
+ *       partitions' newest file growing, compaction takes the rest, and they never race for the same
+ *       file. (The merger does not fold into the change history, whose every small file compaction
+ *       takes.)
  *   <li>Groups are ordered by benefit per byte read: the deleted bytes they drop, plus {@link
  *       #FILE_COST_BYTES} for every file (data or delete) fewer a reader opens, over the bytes they
  *       read. A bounded run then does the most useful part of the work first.
@@ -90,7 +89,7 @@ final class CompactionPlanner {
             throw new UncheckedIOException(e);
         }
         // The change history only gains files (the merger appends its changes), so it has no file of the merger's.
-        boolean mergerFolds = TableUtil.formatVersion(table) == 2 && !ChangeHistory.isHistory(table);
+        boolean mergerFolds = !ChangeHistory.isHistory(table);
         for (List<FileScanTask> files : small.values()) {
             if (mergerFolds) {
                 files.remove(newest(files));
@@ -102,7 +101,7 @@ final class CompactionPlanner {
     }
 
     /**
-     * A partition's newest file: in format v2 the merger folds a partition's small files into its
+     * A partition's newest file: the merger folds a partition's small files into its
      * new file at every merge that writes there, so while small it is the merger's to grow. Taking it
      * would make compaction and the next merge race for it; left alone, it is at most one small file
      * per partition.

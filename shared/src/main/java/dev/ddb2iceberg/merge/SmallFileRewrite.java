@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.merge;
 
 import dev.ddb2iceberg.lookup.LiveRow;
+import dev.ddb2iceberg.table.RowLineage;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
@@ -25,7 +26,6 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.inmemory.InMemoryInputFile;
 import org.apache.iceberg.io.CloseableIterable;
@@ -72,8 +72,9 @@ import org.apache.iceberg.util.StructLikeMap;
  * records: only their keys are read. A file that is not in key order, or whose columns are not the
  * table's (a struct that gained a field since), is read whole instead.
  *
- * <p>Only in format v2: in v3 a moved row would get a new row id, breaking row lineage; there a
- * data file's deletion vector is replaced, never added to, so each file carries one.
+ * <p>In format v3 a moved row keeps its lineage: its row id and last updated sequence number are
+ * written into the new file ({@link RowLineage}), as the spec asks of any writer that moves a row,
+ * and a folded file's deletion vector goes with it.
  */
 final class SmallFileRewrite {
     private final Table table;
@@ -121,7 +122,7 @@ final class SmallFileRewrite {
         Map<String, List<LiveRow>> byFile = new LinkedHashMap<>();
         toDelete.forEach(r -> byFile.computeIfAbsent(r.task().file().location(), f -> new ArrayList<>())
                 .add(r));
-        boolean folds = options.rewriteFilesBelowBytes() > 0 && TableUtil.formatVersion(table) == 2;
+        boolean folds = options.rewriteFilesBelowBytes() > 0;
         Budget budget = new Budget(options.rewriteBytesPerMerge(), options.maxChanges());
         NewFiles newFiles = new NewFiles(
                 options.rewriteFilesBelowBytes(), newRows, files, table.spec().partitionType());
@@ -363,10 +364,13 @@ final class SmallFileRewrite {
         }
     }
 
-    /** The live rows of {@code task} (read from {@code file}) not in {@code gone}, as rows of the table's current schema. */
+    /**
+     * The live rows of {@code task} (read from {@code file}) not in {@code gone}, as rows of the
+     * table's current schema, with their lineage in v3 ({@link RowLineage#ofMovedRows}).
+     */
     private static List<Record> liveRowsBut(Table table, FileScanTask task, InputFile file, Set<Long> gone) {
         List<Record> out = new ArrayList<>();
-        TaskRows.withPositions(table, task, file, (position, row) -> {
+        TaskRows.withPositions(table, task, file, RowLineage.ofMovedRows(table), (position, row) -> {
             if (!gone.contains(position)) {
                 out.add(row);
             }

@@ -7,6 +7,9 @@ import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableUtil;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.types.Types;
 
 /**
  * Row lineage (format v3): each row's {@code _row_id} and {@code _last_updated_sequence_number}.
@@ -15,7 +18,8 @@ import org.apache.iceberg.TableUtil;
  * is only moved to another file, as compaction moves it, must keep both: the spec says the values
  * are then written into the new file as columns, and a reader takes a written value over the
  * inherited one. Without that, every compaction gave every row it moved a new id and the
- * compaction's sequence number, as if the row had changed.
+ * compaction's sequence number, as if the row had changed. The same holds for the rows a merge
+ * moves out of the small files it folds.
  */
 public final class RowLineage {
     private RowLineage() {}
@@ -31,6 +35,22 @@ public final class RowLineage {
      */
     public static Schema ofMovedRows(Table table) {
         return kept(table) ? MetadataColumns.schemaWithRowLineage(table.schema()) : table.schema();
+    }
+
+    /**
+     * {@code row} as a row of {@code moved} (from {@link #ofMovedRows}): a new row of the table's
+     * schema gets the two lineage columns as nulls, so the new file's own first row id and sequence
+     * number give it lineage; a row that has them already (a moved row) is returned as it is.
+     */
+    public static Record widen(Record row, Types.StructType moved) {
+        if (row.size() == moved.fields().size()) {
+            return row;
+        }
+        GenericRecord wide = GenericRecord.create(moved);
+        for (int i = 0; i < row.size(); i++) {
+            wide.set(i, row.get(i));
+        }
+        return wide;
     }
 
     /**

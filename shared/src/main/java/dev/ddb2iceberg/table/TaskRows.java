@@ -68,7 +68,15 @@ public final class TaskRows {
 
     /** As {@link #withPositions(Table, FileScanTask, PositionedRow)}, with the data file's bytes read from {@code file}. */
     public static void withPositions(Table table, FileScanTask task, InputFile file, PositionedRow consumer) {
-        Schema schema = table.schema();
+        withPositions(table, task, file, table.schema(), consumer);
+    }
+
+    /**
+     * As {@link #withPositions(Table, FileScanTask, InputFile, PositionedRow)}, the rows of {@code
+     * schema}: the table's, or the table's with the lineage columns ({@link RowLineage#ofMovedRows}).
+     */
+    public static void withPositions(
+            Table table, FileScanTask task, InputFile file, Schema schema, PositionedRow consumer) {
         List<Types.NestedField> columns = new ArrayList<>(schema.columns());
         columns.add(MetadataColumns.ROW_POSITION);
         try (CloseableIterable<Record> rows = read(table, task, new Schema(columns), file)) {

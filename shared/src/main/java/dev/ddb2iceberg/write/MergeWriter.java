@@ -3,6 +3,7 @@ package dev.ddb2iceberg.write;
 import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.lookup.WrittenRow;
 import dev.ddb2iceberg.table.KeyOrder;
+import dev.ddb2iceberg.table.RowLineage;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TaskRows;
 import dev.ddb2iceberg.util.Futures;
@@ -119,6 +120,7 @@ public final class MergeWriter {
             return new Written(List.of(), List.of());
         }
         PartitionSpec spec = table.spec();
+        Schema schema = schemaFor(rows, moved);
         // Each partition's rows, in the order partitions first appear. (Not StructLikeMap.entrySet():
         // it hashes every entry's value, here every field of every row, on this one thread.)
         StructLikeMap<Integer> slotOf = StructLikeMap.create(spec.partitionType());
@@ -150,8 +152,8 @@ public final class MergeWriter {
             List<Record> inPartition = partitionRows.get(slot);
             List<MovedRows> movedHere = partitionMoves.get(slot);
             writes.add(pool.submit(() -> movedHere.isEmpty()
-                    ? writePartition(spec, partition, inPartition, keyOrder, task)
-                    : writePartitionWithMoves(spec, partition, inPartition, movedHere, layout, task)));
+                    ? writePartition(spec, partition, inPartition, keyOrder, schema, task)
+                    : writePartitionWithMoves(spec, partition, inPartition, movedHere, layout, schema, task)));
         }
         List<DataFile> files = new ArrayList<>();
         List<WrittenRow> locations = new ArrayList<>();
@@ -203,12 +205,32 @@ public final class MergeWriter {
     /** The data files written and where each row is. */
     public record Written(List<DataFile> files, List<WrittenRow> rows) {}
 
+    /**
+     * The columns of the merge's new files: the table's, and in v3, when the merge moves rows out of
+     * the files it folds, the lineage columns, which keep each moved row's lineage ({@link
+     * RowLineage}). Moved rows read whole have them already; the others are widened as written.
+     */
+    private Schema schemaFor(List<Record> rows, List<MovedRows> moved) {
+        if (!RowLineage.kept(table)) {
+            return table.schema();
+        }
+        int columns = table.schema().columns().size();
+        boolean moves = !moved.isEmpty() || rows.stream().anyMatch(r -> r.size() > columns);
+        return moves ? RowLineage.ofMovedRows(table) : table.schema();
+    }
+
     private Written writePartition(
-            PartitionSpec spec, StructLike partition, List<Record> rows, Comparator<Record> keyOrder, int task)
+            PartitionSpec spec,
+            StructLike partition,
+            List<Record> rows,
+            Comparator<Record> keyOrder,
+            Schema schema,
+            int task)
             throws IOException {
         KeyOrder.sort(rows, keyOrder); // sorted keys give each file tight key bounds, which prune later merges' reads
         GenericFileWriterFactory writers = new GenericFileWriterFactory.Builder(table)
                 .dataFileFormat(FileFormat.PARQUET)
+                .dataSchema(schema)
                 .writerProperties(mergeFileSettings(table.properties()))
                 .build();
         OutputFileFactory files = OutputFileFactory.builderFor(table, 0, task)
@@ -216,9 +238,10 @@ public final class MergeWriter {
                 .format(FileFormat.PARQUET)
                 .build();
         ClusteredDataWriter<Record> writer = new ClusteredDataWriter<>(writers, files, table.io(), TARGET_FILE_SIZE);
+        boolean widen = schema != table.schema();
         try (writer) {
             for (Record row : rows) {
-                writer.write(row, spec, partition);
+                writer.write(widen ? RowLineage.widen(row, schema.asStruct()) : row, spec, partition);
             }
         }
         return located(writer.result().dataFiles(), rows);
@@ -284,11 +307,13 @@ public final class MergeWriter {
             List<Record> rows,
             List<MovedRows> moved,
             TableLayout layout,
+            Schema schema,
             int task)
             throws IOException {
         layout.keyOrder().sort(rows);
         Comparator<List<Object>> keys = layout.keyListOrder();
-        MessageType target = ParquetRowCopy.target(table.schema());
+        MessageType target = ParquetRowCopy.target(schema);
+        boolean widen = schema != table.schema();
         // Heads of the sorted runs: the new rows (run -1) and each moved file's rows.
         PriorityQueue<Head> heads = new PriorityQueue<>((a, b) -> keys.compare(a.key, b.key));
         if (!rows.isEmpty()) {
@@ -302,13 +327,16 @@ public final class MergeWriter {
             for (int m = 0; m < moved.size(); m++) {
                 MovedRows move = moved.get(m);
                 sources[m] = ParquetRowCopy.Source.open(move.file(), target);
-                whole.add(sources[m] == null ? rowsAt(move) : null);
+                if (sources[m] != null) {
+                    sources[m].inheritLineage(move.task().file());
+                }
+                whole.add(sources[m] == null ? rowsAt(move, schema) : null);
                 if (move.size() > 0) {
                     heads.add(new Head(m, 0, layout.keyOf(move.keys().get(0))));
                 }
             }
             writer = new RollingDataWriter<>(
-                    ParquetRowCopy.recordsOrCopies(table, mergeFileSettings(table.properties())),
+                    ParquetRowCopy.recordsOrCopies(table, schema, mergeFileSettings(table.properties())),
                     OutputFileFactory.builderFor(table, 0, task)
                             .operationId(runId)
                             .format(FileFormat.PARQUET)
@@ -323,7 +351,7 @@ public final class MergeWriter {
                     List<Record> run = head.run < 0 ? rows : moved.get(head.run).keys();
                     Record row = run.get(head.next);
                     if (head.run < 0) {
-                        writer.write(row);
+                        writer.write(widen ? RowLineage.widen(row, schema.asStruct()) : row);
                     } else if (sources[head.run] != null) {
                         sources[head.run].moveTo(moved.get(head.run).positions()[head.next]);
                         writer.write(sources[head.run]);
@@ -349,14 +377,14 @@ public final class MergeWriter {
     /** The next row of a sorted run (-1: the new rows; else a moved file) and its key. */
     private record Head(int run, int next, List<Object> key) {}
 
-    /** The whole rows of a moved file at its keys' positions, in the same order, as records. */
-    private List<Record> rowsAt(MovedRows move) {
+    /** The whole rows of a moved file at its keys' positions, in the same order, as records of {@code schema}. */
+    private List<Record> rowsAt(MovedRows move, Schema schema) {
         Set<Long> wanted = new HashSet<>();
         for (long position : move.positions()) {
             wanted.add(position);
         }
         List<Record> out = new ArrayList<>(move.keys().size());
-        TaskRows.withPositions(table, move.task(), move.file(), (pos, row) -> {
+        TaskRows.withPositions(table, move.task(), move.file(), schema, (pos, row) -> {
             if (wanted.contains(pos)) {
                 out.add(row);
             }

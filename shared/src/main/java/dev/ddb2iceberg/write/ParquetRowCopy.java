@@ -613,13 +613,21 @@ public final class ParquetRowCopy {
      * metrics configuration and its sort order.
      */
     public static FileWriterFactory<Object> recordsOrCopies(Table table, Map<String, String> settings) {
-        Schema schema = table.schema();
+        return recordsOrCopies(table, table.schema(), settings);
+    }
+
+    /**
+     * As {@link #recordsOrCopies(Table, Map)}, files with the columns of {@code schema} (the table's,
+     * or the table's and the lineage columns), whose records must be rows of that schema.
+     */
+    public static FileWriterFactory<Object> recordsOrCopies(Table table, Schema schema, Map<String, String> settings) {
         if (!mixes(schema)) {
             throw new IllegalArgumentException("copied rows cannot share files with records in a table with float,"
                     + " double or variant columns: " + schema);
         }
         return dataWriters((file, spec, partition) -> Parquet.writeData(file.encryptingOutputFile())
                 .forTable(table)
+                .schema(schema)
                 .setAll(settings)
                 .metricsConfig(MetricsConfig.forTable(table))
                 .withSpec(spec)

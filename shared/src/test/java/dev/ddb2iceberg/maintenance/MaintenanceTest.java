@@ -18,12 +18,12 @@ import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.BatchStager;
 import dev.ddb2iceberg.staging.StagingStore;
-import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.testkit.CommitHookCatalog;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.LogCapture;
+import dev.ddb2iceberg.testkit.RowLineageByKey;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableAssertions;
 import java.io.IOException;
@@ -41,8 +41,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.MetadataColumns;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -561,7 +559,7 @@ class MaintenanceTest {
         for (int i = 0; i < 12; i++) {
             mergeSmallBatch(60);
         }
-        Map<List<Object>, List<Long>> before = lineage(table());
+        Map<List<Object>, List<Long>> before = RowLineageByKey.read(table());
         assertTrue(before.values().stream().allMatch(l -> l.get(0) != null && l.get(1) != null), "lineage: " + before);
 
         MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
@@ -569,7 +567,7 @@ class MaintenanceTest {
         assertTrue(r.compaction().filesRewritten() > 0, r.toString());
         // The spec's rule for a row moved to another file: its row id and its last updated sequence
         // number are copied, so a reader of row lineage sees the compaction change nothing.
-        assertSameLineage(before, lineage(table()));
+        RowLineageByKey.assertKept(before, RowLineageByKey.read(table()));
         assertTableEqualsExpected();
 
         // A merge after it: the keys it changed have new lineage, every other key keeps its own.
@@ -577,23 +575,12 @@ class MaintenanceTest {
         assertTrue(stager.stage(StreamEvents.batch(batch).getRecords()).complete());
         expected.apply(batch);
         merger().run();
-        Map<List<Object>, List<Long>> after = lineage(table());
-        Set<List<Object>> changed = new HashSet<>();
-        TableLayout layout = TableLayout.of(table());
-        batch.forEach(c -> changed.add(layout.keyOf(c)));
-        long sequence = table().currentSnapshot().sequenceNumber();
-        after.forEach((key, l) -> {
-            if (changed.contains(key)) {
-                assertEquals(sequence, l.get(1), "the merge's sequence number for changed key " + key);
-            } else {
-                assertEquals(before.get(key), l, "lineage of unchanged key " + key);
-            }
-        });
+        Map<List<Object>, List<Long>> after = RowLineageByKey.assertMerged(table(), before, batch);
         assertTableEqualsExpected();
 
         // Compacted again: the files that hold their rows' lineage and the merge's, which inherit it.
         assertTrue(run(Clock.systemUTC(), MaintenanceTask.COMPACT).compaction().filesRewritten() > 0);
-        assertSameLineage(after, lineage(table()));
+        RowLineageByKey.assertKept(after, RowLineageByKey.read(table()));
         assertTableEqualsExpected();
     }
 
@@ -609,46 +596,13 @@ class MaintenanceTest {
         for (int i = 0; i < 2; i++) {
             mergeSmallBatch(60);
         }
-        Map<List<Object>, List<Long>> before = lineage(table());
+        Map<List<Object>, List<Long>> before = RowLineageByKey.read(table());
 
         MaintenanceResult r = run(Clock.systemUTC(), MaintenanceTask.COMPACT);
 
         assertTrue(r.compaction().filesRewritten() > 0, r.toString());
-        assertSameLineage(before, lineage(table()));
+        RowLineageByKey.assertKept(before, RowLineageByKey.read(table()));
         assertTableEqualsExpected();
-    }
-
-    /** Fails naming how many keys' lineage differs, and the first few. */
-    private static void assertSameLineage(Map<List<Object>, List<Long>> before, Map<List<Object>, List<Long>> after) {
-        assertEquals(before.keySet(), after.keySet(), "the same keys");
-        List<String> differ = new ArrayList<>();
-        before.forEach((key, l) -> {
-            if (!l.equals(after.get(key))) {
-                differ.add(key + ": " + l + " -> " + after.get(key));
-            }
-        });
-        assertTrue(
-                differ.isEmpty(),
-                differ.size() + " of " + before.size() + " keys' [_row_id, _last_updated_sequence_number] changed,"
-                        + " e.g. " + differ.subList(0, Math.min(3, differ.size())));
-    }
-
-    /** Each live row's row id and last updated sequence number by key, as Iceberg's reader gives them. */
-    private static Map<List<Object>, List<Long>> lineage(Table table) {
-        TableLayout layout = TableLayout.of(table);
-        Schema projection = MetadataColumns.schemaWithRowLineage(table.schema().select(layout.keyColumns()));
-        Map<List<Object>, List<Long>> byKey = new HashMap<>();
-        try (CloseableIterable<Record> rows =
-                IcebergGenerics.read(table).project(projection).build()) {
-            for (Record row : rows) {
-                List<Long> l = java.util.Arrays.asList((Long) row.getField(MetadataColumns.ROW_ID.name()), (Long)
-                        row.getField(MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER.name()));
-                assertEquals(null, byKey.put(layout.keyOf(row), l), "one live row a key");
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return byKey;
     }
 
     @Test

@@ -22,6 +22,7 @@ import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.KeyedWorkload;
 import dev.ddb2iceberg.testkit.LocalStack;
 import dev.ddb2iceberg.testkit.MergerFixture;
+import dev.ddb2iceberg.testkit.RowLineageByKey;
 import dev.ddb2iceberg.testkit.StreamEvents;
 import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.write.MergeWriter;
@@ -519,6 +520,46 @@ class TableShapeTest {
         assertEquals(0, files().values().stream().mapToInt(List::size).sum(), "no delete files");
         assertEveryFileInKeyOrder(table());
         merge(List.of(item(5, Operation.MODIFY, city(5))), folding); // moved rows are found again
+    }
+
+    @Test
+    void inFormatV3FoldedRowsKeepTheirLineageCopiedOrThroughRecords() {
+        env.put("PARTITION_SPEC", "none");
+        env.put("TABLE_FORMAT_VERSION", "3");
+        configure();
+        MergeOptions folding = settings.options();
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 80; i += 2) {
+            inserts.add(item(i, Operation.INSERT, city(i)));
+        }
+        merge(inserts, folding);
+        Map<List<Object>, List<Long>> lineage = RowLineageByKey.read(table());
+
+        // New rows between the old keys, an update and a removal: the small file is folded into the
+        // merge's new one, its other rows copied column by column with their lineage.
+        List<Change> batch = List.of(
+                item(1, Operation.INSERT, city(1)),
+                item(41, Operation.INSERT, city(41)),
+                item(4, Operation.MODIFY, city(5)),
+                remove(6));
+        MergeResult r = merge(batch, folding);
+        assertEquals(1, files().size(), "the old file was folded (" + r + "): " + files().keySet());
+        assertEquals(0, files().values().stream().mapToInt(List::size).sum(), "no deletion vector: " + r);
+        lineage = RowLineageByKey.assertMerged(table(), lineage, batch);
+
+        // A new key in the address struct: the old rows cannot be copied column by column, and are
+        // folded through records, still with their lineage.
+        Map<String, DdbValue> withZip = Map.of("city", new DdbValue.S("Lyon"), "zip", new DdbValue.S("69001"));
+        batch = List.of(item(100, Operation.INSERT, withZip), item(3, Operation.INSERT, withZip));
+        r = merge(batch, folding);
+        assertEquals(1, files().size(), "the old file was folded through records (" + r + "): " + files().keySet());
+        lineage = RowLineageByKey.assertMerged(table(), lineage, batch);
+
+        // And folded again: rows whose lineage the file holds, and rows that inherit it.
+        batch = List.of(item(7, Operation.INSERT, city(7)));
+        r = merge(batch, folding);
+        assertEquals(1, files().size(), "folded again (" + r + "): " + files().keySet());
+        RowLineageByKey.assertMerged(table(), lineage, batch);
     }
 
     @Test
