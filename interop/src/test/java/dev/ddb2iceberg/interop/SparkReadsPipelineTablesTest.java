@@ -543,7 +543,9 @@ class SparkReadsPipelineTablesTest {
                         + oldestFile);
 
         Map<Long, String> seen = new TreeMap<>();
-        for (String line : spark.get("v3 lineage").rowsOrFail()) {
+        List<String> lines = spark.get("v3 lineage").rowsOrFail();
+        assertEquals(expected.size(), lines.size(), "rows Spark read, each with its own row id");
+        for (String line : lines) {
             JsonNode row = SparkRows.parse(line);
             seen.put(
                     row.path("_row_id").asLong(),

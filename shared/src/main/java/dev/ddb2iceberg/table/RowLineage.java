@@ -31,10 +31,16 @@ public final class RowLineage {
 
     /**
      * The schema files that move rows are written with: the table's, and in v3 the two lineage
-     * columns after its own.
+     * columns after its own. A table with a column of a lineage column's name (an item attribute
+     * named {@code _row_id} or {@code _last_updated_sequence_number}) cannot have both in one file:
+     * its files are written with the table's columns, and the rows moved get new lineage, as every
+     * moved row did before lineage was kept.
      */
     public static Schema ofMovedRows(Table table) {
-        return kept(table) ? MetadataColumns.schemaWithRowLineage(table.schema()) : table.schema();
+        Schema schema = table.schema();
+        boolean nameTaken = schema.findField(MetadataColumns.ROW_ID.name()) != null
+                || schema.findField(MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER.name()) != null;
+        return kept(table) && !nameTaken ? MetadataColumns.schemaWithRowLineage(schema) : schema;
     }
 
     /**

@@ -7,8 +7,12 @@ import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
 import dev.ddb2iceberg.embedded.S3ServerExtension;
+import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.function.MergerSettings;
 import dev.ddb2iceberg.lookup.LiveRow;
+import dev.ddb2iceberg.maintenance.Maintenance;
+import dev.ddb2iceberg.maintenance.MaintenanceResult;
+import dev.ddb2iceberg.maintenance.MaintenanceTask;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
@@ -28,9 +32,11 @@ import dev.ddb2iceberg.testkit.TableItems;
 import dev.ddb2iceberg.write.MergeWriter;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -560,6 +566,39 @@ class TableShapeTest {
         r = merge(batch, folding);
         assertEquals(1, files().size(), "folded again (" + r + "): " + files().keySet());
         RowLineageByKey.assertMerged(table(), lineage, batch);
+    }
+
+    @Test
+    void inFormatV3AnAttributeNamedLikeALineageColumnStillFoldsAndCompacts() {
+        env.put("PARTITION_SPEC", "none");
+        env.put("TABLE_FORMAT_VERSION", "3");
+        configure();
+        MergeOptions folding = settings.options();
+        // Files for compaction first (merges that do not fold), then a merge that folds them all.
+        for (int m = 0; m < 6; m++) {
+            List<Change> inserts = new ArrayList<>();
+            for (int i = m * 10; i < m * 10 + 10; i++) {
+                inserts.add(withAttribute(item(i, Operation.INSERT, city(i)), "_row_id", new DdbValue.S("mine-" + i)));
+            }
+            merge(inserts, folding.withRewriteFilesBelow(0));
+        }
+        assertTrue(table().schema().findField("_row_id") != null, "the attribute is a column: " + table().schema());
+        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
+        MaintenanceResult r = new Maintenance(
+                        table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
+                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        assertTrue(r.compaction().filesRewritten() > 0, r.toString());
+        merge(List.of(withAttribute(item(61, Operation.INSERT, city(61)), "_row_id", new DdbValue.S("x"))), folding);
+        merge(List.of(item(63, Operation.INSERT, city(63))), folding);
+        assertEquals(1, files().size(), "the small compacted file folded into the merges' file: " + files().keySet());
+    }
+
+    /** {@code c} with one more attribute in its new image. */
+    private static Change withAttribute(Change c, String name, DdbValue value) {
+        Map<String, DdbValue> image = new LinkedHashMap<>(c.newImage());
+        image.put(name, value);
+        return new Change(
+                c.keys(), c.operation(), image, c.sequenceNumber(), c.approximateCreationMillis(), c.ttlExpiry());
     }
 
     @Test

@@ -28,17 +28,19 @@ import org.apache.iceberg.io.CloseableIterable;
 public final class RowLineageByKey {
     private RowLineageByKey() {}
 
-    /** Each live row's [row id, last updated sequence number], by its key. */
+    /** Each live row's [row id, last updated sequence number], by its key; fails if two rows share a row id. */
     public static Map<List<Object>, List<Long>> read(Table table) {
         TableLayout layout = TableLayout.of(table);
         Schema projection = MetadataColumns.schemaWithRowLineage(table.schema().select(layout.keyColumns()));
         Map<List<Object>, List<Long>> byKey = new HashMap<>();
+        Set<Long> rowIds = new HashSet<>();
         try (CloseableIterable<Record> rows =
                 IcebergGenerics.read(table).project(projection).build()) {
             for (Record row : rows) {
                 List<Long> lineage = Arrays.asList((Long) row.getField(MetadataColumns.ROW_ID.name()), (Long)
                         row.getField(MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER.name()));
                 List<Object> key = layout.keyOf(row);
+                assertTrue(lineage.get(0) == null || rowIds.add(lineage.get(0)), "row id of " + key + " taken twice");
                 assertEquals(null, byKey.put(key, lineage), "one live row a key: " + key);
             }
         } catch (IOException e) {
