@@ -52,6 +52,7 @@ import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericFileWriterFactory;
@@ -566,6 +567,51 @@ class TableShapeTest {
         r = merge(batch, folding);
         assertEquals(1, files().size(), "folded again (" + r + "): " + files().keySet());
         RowLineageByKey.assertMerged(table(), lineage, batch);
+    }
+
+    @Test
+    void inFormatV3LineageIsKeptAcrossRowGroupsByTheFoldAndByCompaction() {
+        env.put("PARTITION_SPEC", "none");
+        env.put("TABLE_FORMAT_VERSION", "3");
+        configure();
+        MergeOptions folding = settings.options();
+        List<Change> inserts = new ArrayList<>();
+        for (int i = 0; i < 400; i += 2) {
+            inserts.add(item(i, Operation.INSERT, city(i)));
+        }
+        merge(inserts, folding);
+        Map<List<Object>, List<Long>> lineage = RowLineageByKey.read(table());
+        // Row groups of about a hundred rows (Parquet checks their size every 100 rows): the copy
+        // moves from row group to row group, and each row's position counts across them.
+        table().updateProperties()
+                .set(TableProperties.PARQUET_ROW_GROUP_SIZE_BYTES, "4096")
+                .commit();
+        List<Change> batch = List.of(item(1, Operation.INSERT, city(1)), item(250, Operation.MODIFY, city(3)));
+        merge(batch, folding);
+        lineage = RowLineageByKey.assertMerged(table(), lineage, batch);
+        assertEquals(1, files().size(), "folded into one file: " + files().keySet());
+        DataFile folded = table().newScan().planFiles().iterator().next().file();
+        assertTrue(
+                folded.splitOffsets() != null && folded.splitOffsets().size() > 2,
+                "the folded file has several row groups: " + folded.splitOffsets());
+
+        // Folded again, rows whose lineage the file holds, across its row groups.
+        batch = List.of(item(3, Operation.INSERT, city(3)), remove(100));
+        merge(batch, folding);
+        lineage = RowLineageByKey.assertMerged(table(), lineage, batch);
+
+        // And compacted with the merges' files that followed, the same way.
+        for (int m = 0; m < 5; m++) {
+            batch = List.of(item(401 + 2 * m, Operation.INSERT, city(m)), item(10 * m + 20, Operation.MODIFY, city(m)));
+            merge(batch, folding.withRewriteFilesBelow(0));
+            lineage = RowLineageByKey.assertMerged(table(), lineage, batch);
+        }
+        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
+        MaintenanceResult r = new Maintenance(
+                        table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
+                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        assertTrue(r.compaction().filesRewritten() > 0, r.toString());
+        RowLineageByKey.assertKept(lineage, RowLineageByKey.read(table()));
     }
 
     @Test
