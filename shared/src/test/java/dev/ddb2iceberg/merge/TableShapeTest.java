@@ -529,17 +529,30 @@ class TableShapeTest {
         merge(List.of(item(5, Operation.MODIFY, city(5))), folding); // moved rows are found again
     }
 
-    @Test
-    void inFormatV3FoldedRowsKeepTheirLineageCopiedOrThroughRecords() {
+    /** An unpartitioned v3 table holding the even items below {@code end}, merged once; the default (folding) options. */
+    private MergeOptions unpartitionedV3WithEvenItemsBelow(int end) {
         env.put("PARTITION_SPEC", "none");
         env.put("TABLE_FORMAT_VERSION", "3");
         configure();
         MergeOptions folding = settings.options();
         List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 80; i += 2) {
+        for (int i = 0; i < end; i += 2) {
             inserts.add(item(i, Operation.INSERT, city(i)));
         }
         merge(inserts, folding);
+        return folding;
+    }
+
+    /** The maintenance function's compaction, with the table's settings. */
+    private MaintenanceResult compact() {
+        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
+        return new Maintenance(table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
+                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+    }
+
+    @Test
+    void inFormatV3FoldedRowsKeepTheirLineageCopiedOrThroughRecords() {
+        MergeOptions folding = unpartitionedV3WithEvenItemsBelow(80);
         Map<List<Object>, List<Long>> lineage = RowLineageByKey.read(table());
 
         // New rows between the old keys, an update and a removal: the small file is folded into the
@@ -571,15 +584,7 @@ class TableShapeTest {
 
     @Test
     void inFormatV3LineageIsKeptAcrossRowGroupsByTheFoldAndByCompaction() {
-        env.put("PARTITION_SPEC", "none");
-        env.put("TABLE_FORMAT_VERSION", "3");
-        configure();
-        MergeOptions folding = settings.options();
-        List<Change> inserts = new ArrayList<>();
-        for (int i = 0; i < 400; i += 2) {
-            inserts.add(item(i, Operation.INSERT, city(i)));
-        }
-        merge(inserts, folding);
+        MergeOptions folding = unpartitionedV3WithEvenItemsBelow(400);
         Map<List<Object>, List<Long>> lineage = RowLineageByKey.read(table());
         // Row groups of about a hundred rows (Parquet checks their size every 100 rows): the copy
         // moves from row group to row group, and each row's position counts across them.
@@ -606,10 +611,7 @@ class TableShapeTest {
             merge(batch, folding.withRewriteFilesBelow(0));
             lineage = RowLineageByKey.assertMerged(table(), lineage, batch);
         }
-        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
-        MaintenanceResult r = new Maintenance(
-                        table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
-                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        MaintenanceResult r = compact();
         assertTrue(r.compaction().filesRewritten() > 0, r.toString());
         RowLineageByKey.assertKept(lineage, RowLineageByKey.read(table()));
     }
@@ -629,10 +631,7 @@ class TableShapeTest {
             merge(inserts, folding.withRewriteFilesBelow(0));
         }
         assertTrue(table().schema().findField("_row_id") != null, "the attribute is a column: " + table().schema());
-        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
-        MaintenanceResult r = new Maintenance(
-                        table(), maintenance.options(), maintenance.stagingUri(), Clock.systemUTC())
-                .run(EnumSet.of(MaintenanceTask.COMPACT), false);
+        MaintenanceResult r = compact();
         assertTrue(r.compaction().filesRewritten() > 0, r.toString());
         merge(List.of(withAttribute(item(61, Operation.INSERT, city(61)), "_row_id", new DdbValue.S("x"))), folding);
         merge(List.of(item(63, Operation.INSERT, city(63))), folding);
