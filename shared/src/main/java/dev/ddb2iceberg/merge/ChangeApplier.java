@@ -221,8 +221,11 @@ public final class ChangeApplier {
             delta.validateFromSnapshot(base.snapshotId());
             // Files given deletes must still exist at commit; dropped files are checked by
             // validateDeletedFiles (Iceberg refuses a file in both lists).
+            // Each file once: a merge gives deletes to tens of thousands of rows in a few hundred files.
             delta.validateDataFilesExist(files.positional().stream()
-                    .map(r -> (CharSequence) r.task().file().location())
+                    .map(r -> r.task().file().location())
+                    .distinct()
+                    .map(location -> (CharSequence) location)
                     .toList());
         }
         properties.forEach(delta::set);
