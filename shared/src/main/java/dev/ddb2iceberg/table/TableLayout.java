@@ -62,12 +62,6 @@ public final class TableLayout {
     private final List<String> keyColumnsInTableOrder;
 
     private final int[] keyPositionsInProjection;
-    /**
-     * The last struct found to start with the key columns: every moved row of a merge shares its
-     * projection's struct, and comparing the names for each of them was 2.5 % of a steady v3 merge.
-     * A stale read only means the names are compared again.
-     */
-    private Types.StructType lastProjection; // not volatile: a struct is immutable, and a stale read costs a compare
     /** Each key attribute's column type, in {@code keyAttributes}' order (keyOf reads them for every change). */
     private final Type[] keyTypes;
     /** Each key attribute's DynamoDB type (S, N or B), in the same order. */
@@ -271,9 +265,6 @@ public final class TableLayout {
         if (struct == schema.asStruct()) {
             return rowKeyPositions;
         }
-        if (struct == lastProjection) {
-            return keyPositionsInProjection;
-        }
         List<Types.NestedField> fields = struct.fields();
         if (fields.size() < keyColumnsInTableOrder.size()) {
             return null;
@@ -283,7 +274,6 @@ public final class TableLayout {
                 return null;
             }
         }
-        lastProjection = struct;
         return keyPositionsInProjection;
     }
 

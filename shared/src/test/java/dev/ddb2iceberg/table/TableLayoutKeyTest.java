@@ -82,29 +82,6 @@ class TableLayoutKeyTest {
     }
 
     @Test
-    void keyOfRowsOfDifferentShapesInTurnReadsEachByItsOwnColumns() {
-        // The layout remembers the last projection that started with the key columns: a row of
-        // another shape after it must not be read at the projection's positions, nor the other way.
-        TableLayout layout = TableLayout.of(TABLE, TableLayout.keysProperty(keyTypes()), ColumnNames.of(Map.of()));
-        Schema keys = MergeWriter.MovedRows.projection(TABLE, layout);
-        Schema other = new Schema(
-                Types.NestedField.optional(4, TableLayout.SEQ, Types.StringType.get()),
-                Types.NestedField.required(3, "pk", Types.StringType.get()),
-                Types.NestedField.required(2, "sk", Types.LongType.get()));
-        for (int i = 0; i < 3; i++) {
-            Record moved = GenericRecord.create(keys);
-            moved.set(0, (long) i);
-            moved.set(1, "moved#" + i);
-            assertEquals(List.of("moved#" + i, (long) i), layout.keyOf(moved), "projection row " + i);
-            Record row = GenericRecord.create(other);
-            row.set(0, "0001");
-            row.set(1, "other#" + i);
-            row.set(2, 100L + i);
-            assertEquals(List.of("other#" + i, 100L + i), layout.keyOf(row), "row of another shape " + i);
-        }
-    }
-
-    @Test
     void aRowWithoutAKeyValueNamesTheColumn() {
         Record row = GenericRecord.create(TABLE);
         row.setField("pk", "user#5");
