@@ -219,13 +219,12 @@ public final class ChangeApplier {
                 .validateDeletedFiles();
         if (base != null) {
             delta.validateFromSnapshot(base.snapshotId());
-            // Files given deletes must still exist at commit; dropped files are checked by
+            // Files given deletes must still exist at commit, each named once (a merge deletes tens of
+            // thousands of rows in a few hundred files); dropped files are checked by
             // validateDeletedFiles (Iceberg refuses a file in both lists).
-            // Each file once: a merge gives deletes to tens of thousands of rows in a few hundred files.
             delta.validateDataFilesExist(files.positional().stream()
-                    .map(r -> r.task().file().location())
+                    .map(r -> (CharSequence) r.task().file().location())
                     .distinct()
-                    .map(location -> (CharSequence) location)
                     .toList());
         }
         properties.forEach(delta::set);
