@@ -88,7 +88,8 @@ class IndexEntriesTest {
                 absentButSearched++;
             }
         }
-        assertTrue(absentButSearched < 10_000, "under 10 % of absent keys pass the filter: " + absentButSearched);
+        // 16 to 32 bits a key (here 26) let about 0.15 % through; 8 to 16 bits (13) let 0.9 % through.
+        assertTrue(absentButSearched < 400, "under 0.4 % of absent keys pass the filter: " + absentButSearched);
     }
 
     @Test
