@@ -131,6 +131,11 @@ public final class MergeThroughput {
      * v2 merge's delete files hold their positions delta-encoded in Parquet's v2 pages.
      */
     private static final String DELETE_PAGE_VERSION = System.getProperty("bench.deletePageVersion");
+    /**
+     * {@code -Dbench.deleteCodec=snappy|uncompressed}: the table's {@code
+     * write.delete.parquet.compression-codec}, what a v2 merge compresses its delete files' pages with.
+     */
+    private static final String DELETE_CODEC = System.getProperty("bench.deleteCodec");
     /** {@code -Dbench.removals=mark,soft}: TTL_EXPIRIES and DELETES (default: delete,hard). */
     private static final String[] REMOVALS =
             System.getProperty("bench.removals", "delete,hard").split(",");
@@ -142,6 +147,7 @@ public final class MergeThroughput {
             + (FORMAT_VERSION != 2 ? ", format v" + FORMAT_VERSION : "")
             + (DELETE_GRANULARITY != null ? ", " + DELETE_GRANULARITY + "-scoped deletes" : "")
             + (DELETE_PAGE_VERSION != null ? ", delete files in " + DELETE_PAGE_VERSION + " pages" : "")
+            + (DELETE_CODEC != null ? ", delete files " + DELETE_CODEC : "")
             + (REMOVALS[0].equals("delete") && REMOVALS[1].equals("hard")
                     ? ""
                     : ", TTL_EXPIRIES=" + REMOVALS[0] + " DELETES=" + REMOVALS[1]);
@@ -257,6 +263,11 @@ public final class MergeThroughput {
         if (DELETE_PAGE_VERSION != null) {
             table.updateProperties()
                     .set(TableProperties.DELETE_PARQUET_PAGE_VERSION, DELETE_PAGE_VERSION)
+                    .commit();
+        }
+        if (DELETE_CODEC != null) {
+            table.updateProperties()
+                    .set(TableProperties.DELETE_PARQUET_COMPRESSION, DELETE_CODEC)
                     .commit();
         }
         bulkLoad(table, rows);
