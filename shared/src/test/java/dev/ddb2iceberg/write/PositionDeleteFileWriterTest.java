@@ -44,6 +44,7 @@ import org.apache.parquet.column.ParquetProperties.WriterVersion;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -141,6 +142,21 @@ class PositionDeleteFileWriterTest {
     void aFileOfSeveralV2PagesIsTheFileIcebergsWriterWrites(EmbeddedS3Server server) throws IOException {
         int n = 2 * PositionDeleteFileWriter.PAGE_ROWS + 1;
         assertWritesIcebergsFile(server, Map.of(TableProperties.DELETE_PARQUET_PAGE_VERSION, "v2"), severalPages(n));
+    }
+
+    /**
+     * A table that asks for uncompressed delete files (a merger bound by CPU: BENCHMARKS.md,
+     * twenty-third session) gets the file Iceberg's writer writes for it, positions plain.
+     */
+    @Test
+    void withoutCompressionItWritesTheFileIcebergsWriterWrites(EmbeddedS3Server server) throws IOException {
+        int n = 2 * PositionDeleteFileWriter.PAGE_ROWS + 1;
+        ColumnChunkMetaData pos = assertWritesIcebergsFile(
+                server, Map.of(TableProperties.DELETE_PARQUET_COMPRESSION, "uncompressed"), severalPages(n));
+        assertEquals(CompressionCodecName.UNCOMPRESSED, pos.getCodec(), "the table's codec for deletes");
+        assertTrue(
+                pos.getTotalSize() >= (long) n * Long.BYTES,
+                "8 bytes a position, uncompressed: " + pos.getTotalSize() + " bytes for " + n);
     }
 
     private static LongFunction<long[]> severalPages(int n) {
