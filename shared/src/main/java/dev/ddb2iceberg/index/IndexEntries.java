@@ -100,10 +100,12 @@ public final class IndexEntries {
     /**
      * A blocked Bloom filter over the keys, 16 to 32 bits a key: four bits of one 64-bit word per
      * key, so a lookup reads one word. A key it does not hold is in none of the entries; of the keys
-     * not in the entries, about 0.3 % pass it all the same. A merge probes each of its keys in every delta (up to 64 of
-     * them), and each key a filter lets through costs a binary search of the delta, mostly cache
-     * misses: at 8 to 16 bits a key, 1.6 % passed, a search a key in all. A delta's filter stays
-     * small beside its entries (100,000 keys: 256 KB against about 6 MB).
+     * not in the entries, a few in a thousand pass it all the same (0.3 % at a merge's 100,000).
+     *
+     * <p>A merge probes each of its keys in every delta (up to 64 of them), and each key a filter
+     * lets through costs a binary search of the delta, mostly cache misses: at 8 to 16 bits a key
+     * 1.6 % passed, a needless search a key in all. A delta's filter stays small beside its entries
+     * (100,000 keys: 256 KB against about 6 MB).
      */
     private static final class KeyFilter {
         private final long[] words;
