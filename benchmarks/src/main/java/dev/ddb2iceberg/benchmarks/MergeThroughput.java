@@ -34,12 +34,14 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Random;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.UpdateProperties;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.GenericFileWriterFactory;
@@ -255,20 +257,16 @@ public final class MergeThroughput {
                 TableIdentifier.of(tableSettings.namespace(), tableSettings.name()),
                 tableSettings,
                 List.of(change(0, Operation.INSERT, 0, new Random(0))));
-        if (DELETE_GRANULARITY != null) {
-            table.updateProperties()
-                    .set(TableProperties.DELETE_GRANULARITY, DELETE_GRANULARITY)
-                    .commit();
-        }
-        if (DELETE_PAGE_VERSION != null) {
-            table.updateProperties()
-                    .set(TableProperties.DELETE_PARQUET_PAGE_VERSION, DELETE_PAGE_VERSION)
-                    .commit();
-        }
-        if (DELETE_CODEC != null) {
-            table.updateProperties()
-                    .set(TableProperties.DELETE_PARQUET_COMPRESSION, DELETE_CODEC)
-                    .commit();
+        // The delete files' settings the flags ask for, in one commit (none without a flag).
+        Map<String, String> deleteSettings = new HashMap<>();
+        deleteSettings.put(TableProperties.DELETE_GRANULARITY, DELETE_GRANULARITY);
+        deleteSettings.put(TableProperties.DELETE_PARQUET_PAGE_VERSION, DELETE_PAGE_VERSION);
+        deleteSettings.put(TableProperties.DELETE_PARQUET_COMPRESSION, DELETE_CODEC);
+        deleteSettings.values().removeIf(Objects::isNull);
+        if (!deleteSettings.isEmpty()) {
+            UpdateProperties update = table.updateProperties();
+            deleteSettings.forEach(update::set);
+            update.commit();
         }
         bulkLoad(table, rows);
         System.out.printf("loaded %,d rows in %.1f s%n", rows, (System.nanoTime() - t0) / 1e9);
