@@ -198,8 +198,8 @@ public final class ChangeHistory {
                         LOG.info("Change history {}: all {} changes already held", id, toAppend.size());
                         return new Appended(null, 0, toAppend.size(), held.filesRead());
                     }
-                    MergeWriter.Written written = new MergeWriter(target, runId + "-history-" + attempt)
-                            .writeRows(rows, Comparator.comparing(r -> (String) r.getField(TableLayout.SEQ)), pool);
+                    List<DataFile> written = new MergeWriter(target, runId + "-history-" + attempt)
+                            .writeFiles(rows, Comparator.comparing(r -> (String) r.getField(TableLayout.SEQ)), pool);
                     RowDelta delta = target.newRowDelta()
                             .conflictDetectionFilter(Expressions.alwaysTrue())
                             .validateNoConflictingDataFiles()
@@ -207,12 +207,12 @@ public final class ChangeHistory {
                     if (base != null) {
                         delta.validateFromSnapshot(base.snapshotId());
                     }
-                    written.files().forEach(delta::addRows);
+                    written.forEach(delta::addRows);
                     Snapshot committed = CommitProtocol.commit(
                             target,
                             delta,
                             runId,
-                            written.files().stream().map(DataFile::location).toList());
+                            written.stream().map(DataFile::location).toList());
                     LOG.info(
                             "Change history {}: appended {} changes ({} already held, {} files read to tell)",
                             id,

@@ -6,7 +6,6 @@ import dev.ddb2iceberg.index.IndexCache;
 import dev.ddb2iceberg.index.IndexEntries;
 import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.index.KeyIndex;
-import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.util.Slices;
 import java.io.IOException;
@@ -192,25 +191,19 @@ public final class IndexLookup implements LiveRowLookup {
     @Override
     public Recorded record(
             Table table, TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed) {
-        return recordEntries(table, layout, entriesOf(layout, written, removed, pool));
+        return recordEntries(table, layout, entriesOf(written, removed));
     }
 
     /**
-     * The index entries of written rows (each key encoded, its sequence number parsed, on every core)
-     * and the tombstones of removed keys: what {@link #record} records, and what a fan-out worker
-     * hands its commit step.
+     * The index entries of written rows (their keys and sequence numbers taken as they were
+     * written) and the tombstones of removed keys: what {@link #record} records, and what a fan-out
+     * worker hands its commit step.
      */
-    public static List<IndexEntries.Entry> entriesOf(
-            TableLayout layout, List<WrittenRow> written, Collection<List<Object>> removed, ExecutorService pool) {
-        List<IndexEntries.Entry> entries = new ArrayList<>(Slices.map(
-                written,
-                pool,
-                r -> new IndexEntries.Entry(
-                        IndexKeys.encode(layout.keyOf(r.row())),
-                        r.file(),
-                        r.position(),
-                        SequenceNumbers.toBigInteger((String) r.row().getField(TableLayout.SEQ))),
-                "encoding the written rows' index entries"));
+    public static List<IndexEntries.Entry> entriesOf(List<WrittenRow> written, Collection<List<Object>> removed) {
+        List<IndexEntries.Entry> entries = new ArrayList<>(written.size() + removed.size());
+        for (WrittenRow r : written) {
+            entries.add(new IndexEntries.Entry(r.key(), r.file(), r.position(), r.sequence()));
+        }
         for (List<Object> key : removed) {
             entries.add(new IndexEntries.Entry(IndexKeys.encode(key), null, 0, BigInteger.ZERO)); // a tombstone
         }

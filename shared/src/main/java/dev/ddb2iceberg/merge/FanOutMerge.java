@@ -485,8 +485,8 @@ public final class FanOutMerge {
                     table,
                     runIdOf(mergeId) + "-r" + range + "-"
                             + UUID.randomUUID().toString().substring(0, 8));
-            MergeWriter.Written written = writer.writeRows(rows.rows, layout.keyOrder(), pool);
-            List<IndexEntries.Entry> entries = IndexLookup.entriesOf(layout, written.rows(), rows.removedKeys, pool);
+            MergeWriter.Written written = writer.writeRows(rows.rows, layout, pool);
+            List<IndexEntries.Entry> entries = IndexLookup.entriesOf(written.rows(), rows.removedKeys);
 
             List<String> deleteFiles = new ArrayList<>(rows.toDelete.size());
             long[] deletePositions = new long[rows.toDelete.size()];

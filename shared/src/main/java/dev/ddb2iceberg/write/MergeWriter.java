@@ -1,7 +1,9 @@
 package dev.ddb2iceberg.write;
 
+import dev.ddb2iceberg.index.IndexKeys;
 import dev.ddb2iceberg.lookup.LiveRow;
 import dev.ddb2iceberg.lookup.WrittenRow;
+import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.KeyOrder;
 import dev.ddb2iceberg.table.RowLineage;
 import dev.ddb2iceberg.table.TableLayout;
@@ -10,6 +12,7 @@ import dev.ddb2iceberg.util.Futures;
 import dev.ddb2iceberg.util.Slices;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -85,20 +88,24 @@ public final class MergeWriter {
      * Writes the rows, one task per partition on {@code pool} (Parquet encoding and compression are
      * the merge's heaviest CPU work, and partitions are independent), each sorted by key.
      */
-    public Written writeRows(List<Record> rows, Comparator<Record> keyOrder, ExecutorService pool) {
-        return writeRows(rows, rows.isEmpty() ? List.of() : partitionsOf(table, rows, pool), keyOrder, pool);
-    }
-
-    /** As {@link #writeRows(List, Comparator, ExecutorService)}, with each row's partition already known ({@link #partitionsOf}). */
-    public Written writeRows(
-            List<Record> rows, List<StructLike> partitions, Comparator<Record> keyOrder, ExecutorService pool) {
-        return writeRows(rows, partitions, List.of(), keyOrder, null, pool);
+    public Written writeRows(List<Record> rows, TableLayout layout, ExecutorService pool) {
+        List<StructLike> partitions = rows.isEmpty() ? List.of() : partitionsOf(table, rows, pool);
+        return writeRows(rows, partitions, List.of(), layout.keyOrder(), layout, pool);
     }
 
     /**
-     * As {@link #writeRows(List, List, Comparator, ExecutorService)}, with rows moved from other
-     * files ({@link MovedRows}, each file's rows in key order) copied into each partition's new
-     * file, merged in key order with its new rows.
+     * Writes rows that no key index follows (the change history's), each partition's sorted by
+     * {@code order}: only the files, not where each row went.
+     */
+    public List<DataFile> writeFiles(List<Record> rows, Comparator<Record> order, ExecutorService pool) {
+        List<StructLike> partitions = rows.isEmpty() ? List.of() : partitionsOf(table, rows, pool);
+        return writeRows(rows, partitions, List.of(), order, null, pool).files();
+    }
+
+    /**
+     * As {@link #writeRows(List, TableLayout, ExecutorService)}, with each row's partition already
+     * known ({@link #partitionsOf}) and rows moved from other files ({@link MovedRows}, each file's
+     * rows in key order) copied into each partition's new file, merged in key order with its new rows.
      */
     public Written writeRows(
             List<Record> rows,
@@ -109,6 +116,7 @@ public final class MergeWriter {
         return writeRows(rows, partitions, moved, layout.keyOrder(), layout, pool);
     }
 
+    /** The rows' files; where each row went ({@link Written#rows}) only given the table's {@code layout}. */
     private Written writeRows(
             List<Record> rows,
             List<StructLike> partitions,
@@ -152,7 +160,7 @@ public final class MergeWriter {
             List<Record> inPartition = partitionRows.get(slot);
             List<MovedRows> movedHere = partitionMoves.get(slot);
             writes.add(pool.submit(() -> movedHere.isEmpty()
-                    ? writePartition(spec, partition, inPartition, keyOrder, schema, task)
+                    ? writePartition(spec, partition, inPartition, keyOrder, schema, layout, task)
                     : writePartitionWithMoves(spec, partition, inPartition, movedHere, layout, schema, task)));
         }
         List<DataFile> files = new ArrayList<>();
@@ -202,7 +210,7 @@ public final class MergeWriter {
         }
     }
 
-    /** The data files written and where each row is. */
+    /** The data files written and where each row is (no rows when no key index follows them: {@link #writeFiles}). */
     public record Written(List<DataFile> files, List<WrittenRow> rows) {}
 
     /**
@@ -225,6 +233,7 @@ public final class MergeWriter {
             List<Record> rows,
             Comparator<Record> keyOrder,
             Schema schema,
+            TableLayout layout,
             int task)
             throws IOException {
         KeyOrder.sort(rows, keyOrder); // sorted keys give each file tight key bounds, which prune later merges' reads
@@ -239,30 +248,51 @@ public final class MergeWriter {
                 .build();
         ClusteredDataWriter<Record> writer = new ClusteredDataWriter<>(writers, files, table.io(), TARGET_FILE_SIZE);
         boolean widen = schema != table.schema();
+        List<RowKey> keys = layout == null ? null : new ArrayList<>(rows.size());
         try (writer) {
             for (Record row : rows) {
                 writer.write(widen ? RowLineage.widen(row, schema.asStruct()) : row, spec, partition);
+                if (keys != null) {
+                    keys.add(RowKey.of(layout.keyOf(row), row));
+                }
             }
         }
-        return located(writer.result().dataFiles(), rows);
+        return located(writer.result().dataFiles(), rows.size(), keys);
     }
 
     /**
-     * Where each row went: a writer fills files one after another in write order, so each file
-     * holds the next recordCount rows, at positions 0, 1, ...
+     * Where each of the {@code rows} rows went, given their {@code keys} in write order (null: not
+     * wanted): a writer fills files one after another in write order, so each file holds the next
+     * recordCount rows, at positions 0, 1, ...
      */
-    private static Written located(List<DataFile> written, List<Record> rows) {
-        List<WrittenRow> locations = new ArrayList<>(rows.size());
+    private static Written located(List<DataFile> written, int rows, List<RowKey> keys) {
+        long held = written.stream().mapToLong(DataFile::recordCount).sum();
+        if (held != rows) {
+            throw new IllegalStateException("wrote " + rows + " rows but the data files hold " + held);
+        }
+        if (keys == null) {
+            return new Written(written, List.of());
+        }
+        List<WrittenRow> locations = new ArrayList<>(rows);
         int next = 0;
         for (DataFile file : written) {
             for (long pos = 0; pos < file.recordCount(); pos++) {
-                locations.add(new WrittenRow(rows.get(next++), file.location(), pos));
+                RowKey key = keys.get(next++);
+                locations.add(new WrittenRow(key.key(), key.sequence(), file.location(), pos));
             }
         }
-        if (next != rows.size()) {
-            throw new IllegalStateException("wrote " + rows.size() + " rows but the data files hold " + next);
-        }
         return new Written(written, locations);
+    }
+
+    /**
+     * A written row's key, encoded as the key index keeps it, and its sequence number, taken as the
+     * row is written ({@link WrittenRow} says why then).
+     */
+    private record RowKey(byte[] key, BigInteger sequence) {
+        static RowKey of(List<Object> key, Record row) {
+            return new RowKey(
+                    IndexKeys.encode(key), SequenceNumbers.toBigInteger((String) row.getField(TableLayout.SEQ)));
+        }
     }
 
     /**
@@ -321,7 +351,7 @@ public final class MergeWriter {
         }
         ParquetRowCopy.Source[] sources = new ParquetRowCopy.Source[moved.size()];
         List<List<Record>> whole = new ArrayList<>();
-        List<Record> order = new ArrayList<>();
+        List<RowKey> order = new ArrayList<>();
         RollingDataWriter<Object> writer;
         try {
             for (int m = 0; m < moved.size(); m++) {
@@ -358,7 +388,7 @@ public final class MergeWriter {
                     } else {
                         writer.write(whole.get(head.run).get(head.next));
                     }
-                    order.add(row);
+                    order.add(RowKey.of(head.key, row));
                     if (head.next + 1 < run.size()) {
                         heads.add(new Head(head.run, head.next + 1, layout.keyOf(run.get(head.next + 1))));
                     }
@@ -371,7 +401,7 @@ public final class MergeWriter {
                 }
             }
         }
-        return located(writer.result().dataFiles(), order);
+        return located(writer.result().dataFiles(), order.size(), order);
     }
 
     /** The next row of a sorted run (-1: the new rows; else a moved file) and its key. */

@@ -125,14 +125,13 @@ final class WorkerBatches {
         }
         TableLayout layout = TableLayout.of(table);
         // Each batch its own writer id: file names are made of it, a task number and a counter.
-        MergeWriter.Written out =
-                new MergeWriter(table, runId + "-b" + batches++).writeRows(rows, layout.keyOrder(), pool);
+        MergeWriter.Written out = new MergeWriter(table, runId + "-b" + batches++).writeRows(rows, layout, pool);
         files.addAll(out.files());
         written += rows.size();
         if (fragments.length > 0) {
             byte[] sequence = new BigInteger(Long.toString(plan.exportMillis() * 1000)).toByteArray();
             for (WrittenRow r : out.rows()) {
-                byte[] key = IndexKeys.encode(layout.keyOf(r.row()));
+                byte[] key = r.key();
                 fragments[IndexKeys.part(key, plan.indexParts()) % fragments.length].add(
                         key, r.file(), r.position(), sequence);
             }
