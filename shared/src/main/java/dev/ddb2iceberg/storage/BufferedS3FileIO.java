@@ -73,8 +73,18 @@ public class BufferedS3FileIO extends S3FileIO {
         return plainPuts;
     }
 
+    /**
+     * Refuses a location with an empty path segment ({@link ObjectPaths}): every file the pipeline
+     * writes to a table goes through here, so a writer that builds such a location fails at once,
+     * naming it, instead of leaving a file some readers cannot find.
+     */
     @Override
     public OutputFile newOutputFile(String path) {
+        if (ObjectPaths.hasEmptySegment(path)) {
+            throw new IllegalArgumentException("Refusing to write " + path + ": its path has an empty segment"
+                    + " ('//'), which readers that normalise paths spell without it, so they would not find the"
+                    + " file. Check the table location and the catalog's warehouse setting for a doubled '/'.");
+        }
         OutputFile own = super.newOutputFile(path);
         ObjectKey key = plainPuts ? ObjectKey.of(path) : null;
         return key == null ? own : new BufferedOutputFile(own, key);

@@ -50,6 +50,7 @@ import org.apache.iceberg.deletes.BaseDVFileWriter;
 import org.apache.iceberg.deletes.DeleteGranularity;
 import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.deletes.PositionDeleteIndex;
+import org.apache.iceberg.encryption.EncryptedOutputFile;
 import org.apache.iceberg.io.ClusteredDataWriter;
 import org.apache.iceberg.io.DeleteWriteResult;
 import org.apache.iceberg.io.FanoutPositionOnlyDeleteWriter;
@@ -494,6 +495,18 @@ public final class MergeWriter {
      * random keys): written side by side, each writer taking a share of the data files, since each
      * file costs its own round trips to S3. Partition-scoped ones go through one writer.
      */
+    /**
+     * A delete file beside its data file's partition. An unpartitioned spec's partition path is
+     * empty, and asking the factory for it would give ".../data//name": a key of its own on S3, but
+     * one that readers which normalise paths (Hadoop's Path) and stores that collapse empty segments
+     * spell ".../data/name", so the file goes missing for them (and orphan removal once deleted it).
+     * Iceberg's own rolling writers make the same choice.
+     */
+    private static EncryptedOutputFile deleteFileFor(
+            OutputFileFactory files, PartitionSpec spec, StructLike partition) {
+        return spec.isUnpartitioned() ? files.newOutputFile() : files.newOutputFile(spec, partition);
+    }
+
     private DeleteWriteResult writePositionDeletes(List<LiveRow> rows, ExecutorService pool) {
         DeleteGranularity granularity = deleteGranularity(table);
         Map<String, List<LiveRow>> byFile = byDataFile(rows);
@@ -549,7 +562,7 @@ public final class MergeWriter {
                 long[] positions = all != null ? positionsIn(all) : positionsOf(before, fileRows);
                 DeleteFile written = PositionDeleteFileWriter.write(
                         table,
-                        files.newOutputFile(table.specs().get(dataFile.specId()), dataFile.partition())
+                        deleteFileFor(files, table.specs().get(dataFile.specId()), dataFile.partition())
                                 .encryptingOutputFile(),
                         dataFile,
                         positions,

@@ -175,6 +175,23 @@ class BufferedS3FileIOTest {
     }
 
     @Test
+    void aLocationWithAnEmptyPathSegmentIsRefusedNamingIt(EmbeddedS3Server server) {
+        String bucket = S3ServerExtension.newBucket(server);
+        BufferedS3FileIO io = open(server, BufferedS3FileIO.DEFAULT_MEMORY_LIMIT, Map.of());
+        String doubled = "s3://" + bucket + "/warehouse/t/data//00000-1-deletes.parquet";
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> io.newOutputFile(doubled));
+        assertTrue(e.getMessage().contains(doubled), e.getMessage());
+        assertTrue(
+                server.newClient()
+                        .listObjectsV2(b -> b.bucket(bucket))
+                        .contents()
+                        .isEmpty(),
+                "nothing was written");
+        assertFalse(ObjectPaths.hasEmptySegment("s3://" + bucket + "/warehouse/t/data/x.parquet"));
+        assertTrue(ObjectPaths.hasEmptySegment("s3a://" + bucket + "//x"), "right after the bucket too");
+    }
+
+    @Test
     void createRefusesAnObjectThatExistsAndCreateOrOverwriteReplacesIt(EmbeddedS3Server server) throws IOException {
         String bucket = S3ServerExtension.newBucket(server);
         BufferedS3FileIO io = open(server, BufferedS3FileIO.DEFAULT_MEMORY_LIMIT, Map.of());
