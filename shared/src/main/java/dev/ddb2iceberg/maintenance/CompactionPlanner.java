@@ -1,6 +1,7 @@
 package dev.ddb2iceberg.maintenance;
 
 import dev.ddb2iceberg.history.ChangeHistory;
+import dev.ddb2iceberg.storage.ObjectPaths;
 import dev.ddb2iceberg.table.TaskRows;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -143,9 +144,15 @@ final class CompactionPlanner {
         }
     }
 
-    /** Enough of its rows deleted, or deletes the merger did not write that readers must apply. */
+    /**
+     * Enough of its rows deleted, deletes the merger did not write that readers must apply, or a
+     * delete file under a path with an empty segment (written before 2026-12-08 for unpartitioned
+     * tables: readers that normalise paths cannot find it, see {@link ObjectPaths}).
+     */
     boolean worthRewriting(FileScanTask task) {
-        return deletedShare(task) >= options.deleteRatio() || hasSharedDeletes(task);
+        return deletedShare(task) >= options.deleteRatio()
+                || hasSharedDeletes(task)
+                || task.deletes().stream().anyMatch(d -> ObjectPaths.hasEmptySegment(d.location()));
     }
 
     /** The share of the file's rows its own deletes remove (0 to 1). */

@@ -24,6 +24,8 @@ import org.apache.iceberg.io.FileIO;
 import org.apache.iceberg.io.FileInfo;
 import org.apache.iceberg.io.SupportsBulkOperations;
 import org.apache.iceberg.io.SupportsPrefixOperations;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Files under the table's location that no metadata references (left by failed or abandoned
@@ -31,6 +33,7 @@ import org.apache.iceberg.io.SupportsPrefixOperations;
  * under the staging prefix is never a candidate, even if the table lives beside it.
  */
 final class OrphanFiles {
+    private static final Logger LOG = LoggerFactory.getLogger(OrphanFiles.class);
     private final Table table;
     private final String protectedPrefix;
     private final boolean listTableLocation;
@@ -42,7 +45,7 @@ final class OrphanFiles {
      */
     OrphanFiles(Table table, String protectedPrefix, boolean listTableLocation) {
         this.table = table;
-        this.protectedPrefix = normalize(protectedPrefix);
+        this.protectedPrefix = ReferencedFiles.canonical(protectedPrefix);
         this.listTableLocation = listTableLocation;
     }
 
@@ -53,7 +56,7 @@ final class OrphanFiles {
             throw new IllegalStateException(
                     "the table's FileIO (" + io.getClass().getName() + ") cannot list files");
         }
-        Set<String> referenced = referencedFiles();
+        ReferencedFiles referenced = referencedFiles();
         List<String> locations = new ArrayList<>();
         if (listTableLocation) {
             locations.add(table.location().endsWith("/") ? table.location() : table.location() + "/");
@@ -62,15 +65,28 @@ final class OrphanFiles {
             locations.add(DerivedFiles.location(table)); // the removals index and key index, kept elsewhere
         }
         List<String> orphans = new ArrayList<>();
+        List<String> keptInDoubt = new ArrayList<>();
         for (String location : locations) {
             for (FileInfo f : prefixes.listPrefix(location)) {
-                String path = normalize(f.location());
-                if (!referenced.contains(path)
-                        && f.createdAtMillis() < olderThan.toEpochMilli()
-                        && !path.startsWith(protectedPrefix)) {
-                    orphans.add(f.location());
+                String listed = f.location();
+                if (referenced.references(listed)) {
+                    String spelled = referenced.spelledDifferently(listed);
+                    if (spelled != null) {
+                        keptInDoubt.add(listed + " (referenced as " + spelled + ")");
+                    }
+                } else if (f.createdAtMillis() < olderThan.toEpochMilli()
+                        && !ReferencedFiles.canonical(listed).startsWith(protectedPrefix)) {
+                    orphans.add(listed);
                 }
             }
+        }
+        if (!keptInDoubt.isEmpty()) {
+            LOG.warn(
+                    "Kept {} files that the table references under another spelling of the same key (an"
+                            + " empty path segment, s3a://, an escape), e.g. {}; compaction rewrites such"
+                            + " delete files away",
+                    keptInDoubt.size(),
+                    keptInDoubt.subList(0, Math.min(3, keptInDoubt.size())));
         }
         if (!dryRun && !orphans.isEmpty()) {
             if (io instanceof SupportsBulkOperations bulk) {
@@ -83,35 +99,35 @@ final class OrphanFiles {
     }
 
     /** Every file any snapshot or metadata version of the table needs. */
-    private Set<String> referencedFiles() {
-        Set<String> files = new HashSet<>();
+    private ReferencedFiles referencedFiles() {
+        ReferencedFiles files = new ReferencedFiles();
         // The current metadata file and those its log names; not recursively: the table deletes older
         // ones after each commit (write.metadata.delete-after-commit), and following the log into
         // them logged an error per missing file (hundreds an hour at continuous mode's commit rate).
-        ReachableFileUtil.metadataFileLocations(table, false).forEach(p -> files.add(normalize(p)));
-        ReachableFileUtil.manifestListLocations(table).forEach(p -> files.add(normalize(p)));
-        ReachableFileUtil.statisticsFilesLocations(table).forEach(p -> files.add(normalize(p)));
+        ReachableFileUtil.metadataFileLocations(table, false).forEach(files::add);
+        ReachableFileUtil.manifestListLocations(table).forEach(files::add);
+        ReachableFileUtil.statisticsFilesLocations(table).forEach(files::add);
         // The merger's files of recent removals, which snapshot summaries name (not Iceberg metadata).
-        RemovalsIndex.namedByAnySnapshot(table).forEach(p -> files.add(normalize(p)));
+        RemovalsIndex.namedByAnySnapshot(table).forEach(files::add);
         String versionHint = ReachableFileUtil.versionHintLocation(table);
         if (versionHint != null) {
-            files.add(normalize(versionHint));
+            files.add(versionHint);
         }
         Map<Integer, PartitionSpec> specs = table.specs();
         Set<String> seenManifests = new HashSet<>();
         for (Snapshot snapshot : table.snapshots()) {
             // The merger's key index, which snapshot summaries name (not Iceberg metadata).
-            KeyIndex.filesOf(table, snapshot).forEach(p -> files.add(normalize(p)));
+            KeyIndex.filesOf(table, snapshot).forEach(files::add);
             for (ManifestFile manifest : snapshot.allManifests(table.io())) {
                 if (!seenManifests.add(manifest.path())) {
                     continue;
                 }
-                files.add(normalize(manifest.path()));
+                files.add(manifest.path());
                 try (CloseableIterable<? extends ContentFile<?>> entries = manifest.content() == ManifestContent.DATA
                         ? ManifestFiles.read(manifest, table.io(), specs)
                         : ManifestFiles.readDeleteManifest(manifest, table.io(), specs)) {
                     for (ContentFile<?> file : entries) {
-                        files.add(normalize(file.location()));
+                        files.add(file.location());
                     }
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
@@ -119,13 +135,5 @@ final class OrphanFiles {
             }
         }
         return files;
-    }
-
-    /** s3a:// and s3n:// name the same objects as s3://. */
-    static String normalize(String uri) {
-        if (uri.startsWith("s3a://") || uri.startsWith("s3n://")) {
-            return "s3://" + uri.substring(6);
-        }
-        return uri;
     }
 }
