@@ -75,6 +75,13 @@ final class PipelineTable {
                 .run(EnumSet.of(MaintenanceTask.COMPACT), false);
     }
 
+    /** Orphan removal as maintenance runs it, at {@code clock}'s time (past the files' minimum age). */
+    MaintenanceResult removeOrphans(Clock clock) {
+        MaintenanceSettings maintenance = MaintenanceSettings.from(new Environment(env));
+        return new Maintenance(table(), maintenance.options(), maintenance.stagingUri(), clock)
+                .run(EnumSet.of(MaintenanceTask.ORPHANS), false);
+    }
+
     Table table() {
         return catalog.loadTable(TableIdentifier.of(settings.table().namespace(), name));
     }

@@ -30,6 +30,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -95,6 +96,7 @@ class SparkReadsPipelineTablesTest {
         TABLES.put("orders", ordersWithLivePositionDeletes(stack));
         TABLES.put("orders_v2_pages", ordersWithDeletesInV2Pages(stack));
         TABLES.put("orders_compacted", ordersCompacted(stack));
+        TABLES.put("orders_unpartitioned", ordersUnpartitionedAfterOrphanRemoval(stack));
         TABLES.put("items_v3", itemsWithDeletionVectors(stack));
         TABLES.put("items_v3_folded", itemsFoldedWithTheirLineage(stack));
         TABLES.put("evolved", evolvedWithWidenedNumbers(stack));
@@ -227,6 +229,20 @@ class SparkReadsPipelineTablesTest {
             }
         }
         assertTrue(t.summary("total-position-deletes") > 0, "the orders table has live position deletes");
+        return t;
+    }
+
+    /**
+     * An unpartitioned table with live position deletes, after orphan removal past its minimum age:
+     * its delete files (once written under {@code data//}, and deleted by this removal) are where
+     * every reader looks for them.
+     */
+    private static PipelineTable ordersUnpartitionedAfterOrphanRemoval(LocalStack stack) {
+        PipelineTable t = orders(stack, "orders_unpartitioned", 12, Map.of("PARTITION_SPEC", "none"), Map.of());
+        assertTrue(t.table().spec().isUnpartitioned());
+        MaintenanceResult r = t.removeOrphans(Clock.offset(Clock.systemUTC(), Duration.ofDays(4)));
+        assertEquals(List.of(), r.orphans(), "orphans removed from a table whose every file is referenced");
+        assertTrue(liveDeleteFiles(t, d -> true) > 0, "the table still has live delete files");
         return t;
     }
 
@@ -502,6 +518,11 @@ class SparkReadsPipelineTablesTest {
     @Test
     void sparkSeesTheSourceTableThroughDeleteFilesInV2Pages() {
         assertSparkSeesTheSource("orders_v2_pages");
+    }
+
+    @Test
+    void sparkSeesAnUnpartitionedTableThroughItsDeleteFilesAfterOrphanRemoval() {
+        assertSparkSeesTheSource("orders_unpartitioned");
     }
 
     @Test
