@@ -6,6 +6,7 @@ import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbValue;
+import dev.ddb2iceberg.storage.ObjectPaths;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.TableItems;
 import java.io.IOException;
@@ -16,6 +17,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -115,6 +117,7 @@ final class Invariants {
         }
         changes.addAll(export.loadedBy(catalog.loadTable(id)));
         expected.apply(changes, policy); // each key's changes in sequence order, as the merger keeps them
+        checkEveryReferencedFileExists(when);
         compare(expected, when);
         checkOneDeleteFilePerDataFile(when);
         checkHistory(when);
@@ -134,6 +137,7 @@ final class Invariants {
             checkHistoryHolds(everyChange, "at the end: every change of the stream");
         }
         if (catalog.tableExists(id)) {
+            checkEveryReferencedFileExists("at the end");
             compare(all, "at the end");
         } else if (!all.items().isEmpty()) {
             throw trail.failure(
@@ -142,6 +146,40 @@ final class Invariants {
         stats.add("changes made at the source", source.changes().size());
         stats.add("items in the final table", all.items().size());
         stats.add("items near 400 KB", source.bigItems);
+    }
+
+    /**
+     * Every file the current snapshot references exists (a HEAD each) under a path with no empty
+     * segment: so a step that deletes a live file, or writes one some readers spell differently,
+     * fails here, naming the file, rather than at some later read.
+     */
+    private void checkEveryReferencedFileExists(String when) {
+        Table table = catalog.loadTable(id);
+        Snapshot current = table.currentSnapshot();
+        if (current == null) {
+            return;
+        }
+        Set<String> files = new TreeSet<>();
+        files.add(current.manifestListLocation());
+        current.allManifests(table.io()).forEach(m -> files.add(m.path()));
+        try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+            for (FileScanTask task : tasks) {
+                files.add(task.file().location());
+                task.deletes().forEach(d -> files.add(d.location()));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        for (String file : files) {
+            if (ObjectPaths.hasEmptySegment(file)) {
+                throw trail.failure(when + ": the current snapshot references " + file
+                        + ", whose path has an empty segment ('//')");
+            }
+            if (!table.io().newInputFile(file).exists()) {
+                throw trail.failure(when + ": the current snapshot references " + file + ", which does not exist");
+            }
+        }
+        stats.add("referenced files checked", files.size());
     }
 
     /**

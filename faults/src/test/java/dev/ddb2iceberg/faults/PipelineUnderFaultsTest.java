@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.stream.LongStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
@@ -18,12 +17,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The whole pipeline, seed after seed, under random workloads, deliveries, crashes, commit races
- * and S3 errors (see {@link PipelineHarness}). {@code -Dfaults.seeds=N} runs seeds 1..N (CI runs
- * the module's default), {@code -Dfaults.seed=S} runs one seed, as a failure message says.
+ * and S3 errors (see {@link PipelineHarness}). Which seeds: {@link Seeds} (a fixed range, and a window
+ * that changes with each commit); {@code -Dfaults.seed=S} runs one seed, as a failure message says.
  * Real S3 server and SQLite catalog; DynamoDB and its stream are modelled ({@link SourceTable}).
  */
 class PipelineUnderFaultsTest {
     private static final FaultStats STATS = new FaultStats();
+    private static final long[] SEEDS = Seeds.chosen();
     /**
      * One S3 server per worker thread: injected faults act on a whole server, so two seeds running
      * at once must not share one.
@@ -42,7 +42,7 @@ class PipelineUnderFaultsTest {
     @TestFactory
     List<DynamicTest> theTableEqualsTheSourceWhateverHappens() {
         List<DynamicTest> tests = new ArrayList<>();
-        for (long seed : seeds()) {
+        for (long seed : SEEDS) {
             tests.add(DynamicTest.dynamicTest("seed " + seed, () -> {
                 Path work = Files.createDirectories(dir.resolve("seed-" + seed));
                 EmbeddedS3Server server = SERVER.get();
@@ -52,19 +52,10 @@ class PipelineUnderFaultsTest {
         return tests;
     }
 
-    private static long[] seeds() {
-        String one = System.getProperty("faults.seed", "");
-        if (!one.isBlank()) {
-            return new long[] {Long.parseLong(one.trim())};
-        }
-        int n = Integer.parseInt(System.getProperty("faults.seeds", "200").trim());
-        return LongStream.rangeClosed(1, n).toArray();
-    }
-
     @AfterAll
     static void report() {
         SERVERS.forEach(EmbeddedS3Server::close);
         System.out.println("Pipeline under faults, all seeds:\n" + STATS);
-        assertTrue(STATS.get("seeds") > 0 || seeds().length == 0, "no seed ran");
+        assertTrue(STATS.get("seeds") > 0 || SEEDS.length == 0, "no seed ran");
     }
 }
