@@ -42,9 +42,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Offline checks of template.yaml (sam and cfn-lint need Python, which these machines lack): SAM's
- * published JSON schema, handlers against the jars their CodeUri names, settings against the
- * environment variables the code reads, least-privilege IAM, and safe buckets, queues and topics.
+ * Offline checks of template.yaml that AWS's tools do not make: SAM's published JSON schema (kept:
+ * it names a misspelled property of a SAM resource where the translator may only fail), handlers
+ * against the jars their CodeUri names, settings against the environment variables the code reads,
+ * least-privilege IAM, safe buckets, queues and topics, and the order `sam deploy --guided` asks in.
+ * cfn-lint with AWS's SAM translator checks the template in {@link CfnLintTest}, and
+ * {@link DeployRehearsalTest} creates stacks from it in moto.
  */
 class TemplateTest {
     private static final SamTemplate TEMPLATE =
@@ -67,6 +70,44 @@ class TemplateTest {
                 errors.isEmpty(),
                 () -> "template.yaml does not match SAM's schema:\n"
                         + errors.stream().map(ValidationMessage::toString).collect(Collectors.joining("\n")));
+    }
+
+    /**
+     * The console shows the parameters in the Interface's groups, `sam deploy --guided` asks in the
+     * Parameters section's order: both the same, the required ones first, every parameter in one
+     * group with a label, the S3-Tables-only ones in the last group.
+     */
+    @Test
+    void guidedDeployAsksTheRequiredParametersFirstAndTheS3TablesOnesLast() {
+        JsonNode ui = ROOT.path("Metadata").path("AWS::CloudFormation::Interface");
+        List<String> grouped = new ArrayList<>();
+        ui.path("ParameterGroups").forEach(g -> g.path("Parameters").forEach(p -> grouped.add(p.asText())));
+        List<String> declared = new ArrayList<>();
+        ROOT.path("Parameters").fieldNames().forEachRemaining(declared::add);
+        assertEquals(declared, grouped, "the groups' parameters, in order, against the Parameters section's");
+        List<String> required = declared.stream()
+                .filter(p -> !ROOT.path("Parameters").path(p).has("Default"))
+                .toList();
+        assertEquals(List.of("SourceStreamArn", "TableName"), required, "the parameters without a default");
+        assertEquals(
+                required,
+                declared.subList(0, required.size()),
+                "the first parameters asked: " + declared.subList(0, required.size()));
+        Set<String> unlabelled = new TreeSet<>(declared);
+        ui.path("ParameterLabels").fieldNames().forEachRemaining(unlabelled::remove);
+        assertTrue(unlabelled.isEmpty(), "parameters without a label: " + unlabelled);
+        JsonNode last =
+                ui.path("ParameterGroups").path(ui.path("ParameterGroups").size() - 1);
+        assertTrue(last.path("Label").path("default").asText().startsWith("S3 Tables only"), last.toString());
+        for (JsonNode p : last.path("Parameters")) {
+            assertTrue(
+                    ROOT.path("Parameters")
+                            .path(p.asText())
+                            .path("Description")
+                            .asText()
+                            .contains("table bucket"),
+                    p.asText() + " is in the S3 Tables group but its description is not about the table bucket");
+        }
     }
 
     @Test
@@ -574,7 +615,8 @@ class TemplateTest {
             JsonNode props = ROOT.path("Resources").path(id).path("Properties");
             assertEquals(1, props.path("ReservedConcurrentExecutions").asInt(), id);
             assertTrue(
-                    stream(props.path("Events")).anyMatch(e -> e.path("Type").asText().equals("ScheduleV2")),
+                    stream(props.path("Events"))
+                            .anyMatch(e -> e.path("Type").asText().equals("ScheduleV2")),
                     id + " has no ScheduleV2 event: " + props.path("Events"));
         }
     }
