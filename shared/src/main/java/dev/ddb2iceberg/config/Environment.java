@@ -118,7 +118,10 @@ public final class Environment {
                 "true or false");
     }
 
-    /** One of the setting's {@link Setting#choices}, matched ignoring case, as the catalogue spells it. */
+    /**
+     * One of the setting's {@link Setting#choices}, as the catalogue spells it, matched ignoring case
+     * and dashes: {@code ParallelExport}, the template parameter's spelling, is {@code parallel-export}.
+     */
     public String choice(Setting setting) {
         return choice(setting, setting.defaultValue());
     }
@@ -132,7 +135,7 @@ public final class Environment {
                 setting,
                 fallback,
                 s -> setting.choices().stream()
-                        .filter(s::equalsIgnoreCase)
+                        .filter(c -> spelling(c).equals(spelling(s)))
                         .findFirst()
                         .orElseThrow(IllegalArgumentException::new),
                 "one of " + String.join(", ", setting.choices()));
@@ -154,6 +157,11 @@ public final class Environment {
                             + " e.g. 'staging/'");
         }
         return p.isEmpty() || p.endsWith("/") ? p : p + "/";
+    }
+
+    /** A choice lower-case, without dashes and underscores: what two spellings of one choice share. */
+    private static String spelling(String choice) {
+        return choice.replaceAll("[-_]", "").toLowerCase(Locale.ROOT);
     }
 
     private static long atLeast(long v, long min) {

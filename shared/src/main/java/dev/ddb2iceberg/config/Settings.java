@@ -205,7 +205,8 @@ public final class Settings {
             "none",
             "InitialLoad",
             true,
-            "merge nothing until an export load has finished (parallel-export), or merge from the start (none)",
+            "merge nothing until an export load has finished (parallel-export), or merge from the start (none);"
+                    + " the parameter's spellings, ParallelExport and None, are read the same",
             "none",
             "parallel-export");
     public static final Setting MERGE_INTERVAL_SECONDS =

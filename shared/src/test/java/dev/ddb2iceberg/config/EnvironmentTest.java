@@ -43,6 +43,17 @@ class EnvironmentTest {
     }
 
     @Test
+    void aChoiceMayBeSpelledAsTheTemplateParameterSpellsIt() {
+        Environment env = new Environment(Map.of("INITIAL_LOAD", "ParallelExport", "MERGE_MODE", "Continuous"));
+        assertEquals("parallel-export", env.choice(Settings.INITIAL_LOAD), "InitialLoad=ParallelExport's spelling");
+        assertEquals("continuous", env.choice(Settings.MERGE_MODE), "MergeMode=Continuous's spelling");
+        assertEquals(
+                "parallel-export",
+                new Environment(Map.of("INITIAL_LOAD", "PARALLEL_EXPORT")).choice(Settings.INITIAL_LOAD),
+                "the enum constant's spelling");
+    }
+
+    @Test
     void badNumbersAndFlagsNameTheVariableTheValueAndWhatItMustBe() {
         assertEquals(
                 "Environment variable MAX_CHANGES_PER_RUN='lots' is not a positive whole number.",
