@@ -102,7 +102,7 @@ record LogLine(
         }
         if (error != null) {
             b.append(System.lineSeparator()).append(error);
-            for (String frame : stackTrace(error)) {
+            for (String frame : LogSettings.textStackTraces() ? stackTrace(error) : List.<String>of()) {
                 b.append(System.lineSeparator()).append("    ").append(frame);
             }
         }

@@ -38,6 +38,8 @@ public final class LogSettings {
     }
 
     private static volatile LogSettings current = fromEnvironment(System.getenv());
+    /** Whether text lines show an error's stack frames; JSON lines (Lambda's) always carry them. */
+    private static volatile boolean textStackTraces = true;
 
     private final Format format;
     /** Where lines go; null for the standard stream of the moment (the local invoker redirects it). */
@@ -76,6 +78,20 @@ public final class LogSettings {
             levels.put(PIPELINE, level);
             current = new LogSettings(before.format, before.out, levels);
         }
+    }
+
+    /**
+     * Shows or hides the stack frames of errors in text lines (the local CLI hides them unless
+     * asked with --verbose: the error's own line says what went wrong); returns the previous choice.
+     */
+    public static boolean textStackTraces(boolean shown) {
+        boolean before = textStackTraces;
+        textStackTraces = shown;
+        return before;
+    }
+
+    static boolean textStackTraces() {
+        return textStackTraces;
     }
 
     /** Restores settings returned by {@link #use}. */
