@@ -228,6 +228,15 @@ public final class Merger {
             return "fanned-out merge " + fanOut.mergeId() + " is in progress since " + fanOut.started()
                     + "; merges resume once it commits (staged changes wait, nothing is lost)";
         }
+        return waitingForInitialLoad(options, table);
+    }
+
+    /**
+     * Why merges wait for the initial load ({@link MergeOptions#waitForInitialLoad}) while no export
+     * load into {@code table} (null: it does not exist yet) has finished, or null when they do not:
+     * the reason a merge run gives, and what {@code status} shows.
+     */
+    public static String waitingForInitialLoad(MergeOptions options, Table table) {
         if (options.waitForInitialLoad()
                 && (table == null
                         || ExportProgress.read(table).values().stream().noneMatch(ExportProgress.Load::done))) {

@@ -55,6 +55,8 @@ import org.apache.iceberg.io.CloseableIterable;
  * @param keyIndex the key index of the current snapshot, or null when the snapshot names none
  *     (the merger then rebuilds it, when KEY_INDEX is on)
  * @param removalsIndex the removals the table remembers, or null when it has recorded none
+ * @param mergesHeldBecause why the merger merges nothing for now (it waits for the initial export
+ *     load), or null; set by whoever knows the merger's settings ({@link #withMergesHeld})
  */
 public record TableStatus(
         String table,
@@ -82,7 +84,8 @@ public record TableStatus(
         RemovalsIndexStatus removalsIndex,
         String parallelLoad,
         String removals,
-        HistoryStatus history) {
+        HistoryStatus history,
+        String mergesHeldBecause) {
 
     /**
      * The change history (HISTORY_TABLE) at a glance.
@@ -145,7 +148,40 @@ public record TableStatus(
                 removalsIndex,
                 parallelLoad,
                 removals,
-                h);
+                h,
+                mergesHeldBecause);
+    }
+
+    /** This status, saying why merges are held ({@code why}: the merger's reason, or null). */
+    public TableStatus withMergesHeld(String why) {
+        return new TableStatus(
+                table,
+                exists,
+                currentSnapshotId,
+                currentSnapshotAt,
+                snapshots,
+                oldestSnapshotAgeHours,
+                appliedObjectsInCheckpoint,
+                lastMergeAt,
+                pendingObjects,
+                pendingBytes,
+                oldestPendingAgeSeconds,
+                dataFiles,
+                dataBytes,
+                records,
+                deleteFiles,
+                deleteBytes,
+                smallDataFiles,
+                smallFileRatio,
+                lastCompactionAt,
+                scan,
+                exportLoads,
+                keyIndex,
+                removalsIndex,
+                parallelLoad,
+                removals,
+                history,
+                why);
     }
 
     /** The removal policy the table's last merge applied (its properties), or null for a table without one. */
@@ -296,6 +332,7 @@ public record TableStatus(
                     null,
                     table == null ? null : ParallelExportLoad.progress(table),
                     table == null ? null : removals(table),
+                    null,
                     null);
         }
         Snapshot current = table.currentSnapshot();
@@ -362,6 +399,7 @@ public record TableStatus(
                 RemovalsIndexStatus.of(table),
                 ParallelExportLoad.progress(table),
                 removals(table),
+                null,
                 null);
     }
 
@@ -370,8 +408,16 @@ public record TableStatus(
         StringBuilder sb = new StringBuilder();
         sb.append("table        ")
                 .append(table)
-                .append(exists ? "" : " (does not exist yet: the merger creates it)")
+                .append(
+                        exists
+                                ? ""
+                                : mergesHeldBecause == null
+                                        ? " (does not exist yet: the merger creates it)"
+                                        : " (does not exist yet: the export load creates it)")
                 .append('\n');
+        if (mergesHeldBecause != null) {
+            sb.append("merges held  ").append(mergesHeldBecause).append('\n');
+        }
         if (currentSnapshotId != null) {
             sb.append("snapshot     ")
                     .append(currentSnapshotId)
