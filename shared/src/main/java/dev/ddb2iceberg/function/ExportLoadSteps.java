@@ -98,8 +98,15 @@ public final class ExportLoadSteps {
                 yield new Aborted(loadId, true, deleted);
             }
             default ->
-                throw new IllegalArgumentException("Export load input step='" + step
-                        + "' is not one of plan, load, arrange, gather, index, commit, abort.");
+                throw new IllegalArgumentException(
+                        step.isEmpty() && in.export() != null
+                                // The state machine's own input, given to the function that runs its steps.
+                                ? "Export load input names an export but no step: it is the export-load state"
+                                        + " machine's input, which runs this function once a step. Start the state"
+                                        + " machine with it (aws stepfunctions start-execution --input), or locally"
+                                        + " run ./ddb2iceberg load-export --input <this file>."
+                                : "Export load input step='" + step
+                                        + "' is not one of plan, load, arrange, gather, index, commit, abort.");
         };
     }
 
