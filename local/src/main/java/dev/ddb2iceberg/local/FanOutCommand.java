@@ -47,7 +47,8 @@ final class FanOutCommand implements Callable<Integer> {
             throw new UserError("--workers " + workers + ": give the number of workers, 1 or more.");
         }
         SamTemplate.Function function = SamTemplate.read(stack.template).function("MergeFanOut");
-        Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
+        Map<String, String> env =
+                stack.environment("MergeFanOut", spec.commandLine().getErr());
         if (anyBacklog) {
             env.put("MERGE_FAN_OUT_MIN_BACKLOG_BYTES", "0");
         }

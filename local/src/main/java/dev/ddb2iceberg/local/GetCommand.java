@@ -73,18 +73,14 @@ final class GetCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
-        MergerSettings settings =
-                MergerSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
-        TableIdentifier id = TableIdentifier.of(
-                settings.table().namespace(), settings.table().name());
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        Catalog catalog = LocalStackOptions.reach(
-                settings.catalog(), settings.s3(), () -> settings.catalog().load());
+        MergerSettings settings = MergerSettings.from(new Environment(stack.environment("Merger", err)));
+        TableIdentifier id = TableIdentifier.of(
+                settings.table().namespace(), settings.table().name());
+        Catalog catalog = stack.reach(() -> settings.catalog().load());
         try {
-            Table table = LocalStackOptions.reach(
-                    settings.catalog(), settings.s3(), () -> TableCreator.loadIfExists(catalog, id));
+            Table table = stack.reach(() -> TableCreator.loadIfExists(catalog, id));
             if (table == null) {
                 err.println("No table " + id + " yet: the merger creates it on its first run.");
                 return 1;
@@ -114,8 +110,7 @@ final class GetCommand implements Callable<Integer> {
                 return 1;
             }
             Expression where = filter;
-            List<Record> rows =
-                    LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> read(table, snapshot, where));
+            List<Record> rows = stack.reach(() -> read(table, snapshot, where));
             if (rows.isEmpty()) {
                 err.println("No " + item);
                 return 1;

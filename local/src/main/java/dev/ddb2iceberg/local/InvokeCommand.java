@@ -1,21 +1,15 @@
 package dev.ddb2iceberg.local;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.ddb2iceberg.config.Environment;
-import dev.ddb2iceberg.config.Setting;
-import dev.ddb2iceberg.config.Settings;
 import dev.ddb2iceberg.embedded.LocalContext;
+import dev.ddb2iceberg.observe.LogSettings;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -51,7 +45,8 @@ final class InvokeCommand implements Callable<Integer> {
     @Option(
             names = {"-n", "--env-vars"},
             paramLabel = "FILE",
-            description = "JSON environment overrides, in sam's shape: {\"Parameters\": {...}, \"<LogicalId>\": {...}}")
+            description = "JSON environment overrides, in sam's shape: {\"Parameters\": {...}, \"<LogicalId>\": {...}};"
+                    + " events/env-local.json for `up` with its defaults, DIR/env-vars.json for `up --work-dir DIR`")
     Path envVars;
 
     @Option(
@@ -61,16 +56,26 @@ final class InvokeCommand implements Callable<Integer> {
             description = "the SAM template (default: ${DEFAULT-VALUE})")
     Path template;
 
+    @Option(names = "--verbose", description = "on an error, show its stack trace too, not only its message")
+    boolean verbose;
+
     @Override
     public Integer call() throws IOException {
-        SamTemplate.Function function = SamTemplate.read(template).function(logicalId);
+        SamTemplate samTemplate = SamTemplate.read(template);
+        SamTemplate.Function function = samTemplate.function(logicalId);
         if (!Files.isRegularFile(event)) {
             throw new UserError("event file " + event + " not found");
         }
         byte[] eventBytes = Files.readAllBytes(event);
-        Map<String, String> env = environment(function, envVars);
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (envVars == null) {
+            err.println("No --env-vars file: the function gets only the template's plain values and the shell's"
+                    + " settings. For the local stack, add -n events/env-local.json (`./ddb2iceberg up` with its"
+                    + " defaults), or -n DIR/env-vars.json, the file `up --work-dir DIR` writes.");
+        }
+        Map<String, String> env = FunctionEnvironment.of(samTemplate, logicalId, envVars, err);
+        LocalStackProbe.requireRunning(env, envVars);
         LocalContext context = new LocalContext(logicalId, 1024, 300);
         err.println("START RequestId: " + context.getAwsRequestId() + " Function: " + logicalId + " ("
                 + function.handler() + ")");
@@ -79,6 +84,7 @@ final class InvokeCommand implements Callable<Integer> {
         // Everything the function prints (log lines, metric lines on its stdout) goes where this
         // command's errors go, so stdout holds the response alone, as with sam local invoke.
         PrintStream toErr = FunctionStreams.lines(err);
+        boolean stackTraces = LogSettings.textStackTraces(verbose);
         try (FunctionStreams redirected = FunctionStreams.redirect(toErr, toErr)) {
             Object handler = LocalInvoker.newHandler(function.handler(), env);
             byte[] response;
@@ -96,47 +102,17 @@ final class InvokeCommand implements Callable<Integer> {
             error.put("errorMessage", e.getMessage());
             error.put("errorType", e.getClass().getName());
             out.println(error);
-            err.println("Error: " + LocalInvoker.rootMessage(e));
+            if (verbose) {
+                e.printStackTrace(err);
+            }
+            err.println(
+                    "Error: " + LocalInvoker.rootMessage(e) + (verbose ? "" : " (--verbose shows the stack trace)"));
             exit = 1;
+        } finally {
+            LogSettings.textStackTraces(stackTraces);
         }
         err.printf(
                 "END RequestId: %s Duration: %.0f ms%n", context.getAwsRequestId(), (System.nanoTime() - start) / 1e6);
         return exit;
-    }
-
-    /** Host's region and credentials, then the template's variables, then the env-vars file (may be null). */
-    static Map<String, String> environment(SamTemplate.Function function, Path envVars) {
-        Map<String, String> env = new LinkedHashMap<>();
-        Environment host = Environment.system();
-        String region = host.raw(Settings.AWS_REGION);
-        env.put(Settings.AWS_REGION.name(), region == null ? Settings.AWS_REGION.defaultValue() : region);
-        for (Setting s :
-                List.of(Settings.AWS_ACCESS_KEY_ID, Settings.AWS_SECRET_ACCESS_KEY, Settings.AWS_SESSION_TOKEN)) {
-            if (host.raw(s) != null) {
-                env.put(s.name(), host.raw(s));
-            }
-        }
-        env.putAll(function.environment());
-        if (envVars != null) {
-            if (!Files.isRegularFile(envVars)) {
-                throw new UserError("env-vars file " + envVars + " not found");
-            }
-            JsonNode root;
-            try {
-                root = JSON.readTree(envVars.toFile());
-            } catch (IOException e) {
-                throw new UserError("env-vars file " + envVars + " is not JSON: " + e.getMessage());
-            }
-            addAll(env, root.path("Parameters"));
-            addAll(env, root.path(function.logicalId()));
-        }
-        return env;
-    }
-
-    private static void addAll(Map<String, String> env, JsonNode vars) {
-        for (Iterator<Map.Entry<String, JsonNode>> it = vars.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            env.put(e.getKey(), e.getValue().asText());
-        }
     }
 }

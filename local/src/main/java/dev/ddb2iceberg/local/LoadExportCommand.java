@@ -74,7 +74,7 @@ final class LoadExportCommand implements Callable<Integer> {
             return parallel();
         }
         SamTemplate.Function function = SamTemplate.read(stack.template).function("Merger");
-        Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
+        Map<String, String> env = stack.environment("Merger", spec.commandLine().getErr());
         ObjectNode input = input("loadExport");
         PrintWriter out = spec.commandLine().getOut();
         // What the function prints on its stdout (JSON logs with LOG_FORMAT=json) is not this command's output.
@@ -134,7 +134,7 @@ final class LoadExportCommand implements Callable<Integer> {
             throw new UserError("--parallel " + parallel + ": give the number of workers, 1 or more.");
         }
         SamTemplate.Function function = SamTemplate.read(stack.template).function("ExportLoad");
-        Map<String, String> env = InvokeCommand.environment(function, stack.envVars);
+        Map<String, String> env = stack.environment("ExportLoad", spec.commandLine().getErr());
         ObjectNode input = input("export");
         PrintWriter out = spec.commandLine().getOut();
         try (FunctionStreams redirected = FunctionStreams.redirect(

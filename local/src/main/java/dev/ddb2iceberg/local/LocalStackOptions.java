@@ -1,12 +1,9 @@
 package dev.ddb2iceberg.local;
 
-import dev.ddb2iceberg.config.CatalogSettings;
-import dev.ddb2iceberg.config.S3Settings;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
+import java.io.PrintWriter;
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.iceberg.jdbc.UncheckedSQLException;
 import picocli.CommandLine.Option;
@@ -18,7 +15,8 @@ final class LocalStackOptions {
             names = {"-n", "--env-vars"},
             defaultValue = "events/env-local.json",
             paramLabel = "FILE",
-            description = "JSON environment overrides, in sam's shape (default: ${DEFAULT-VALUE}, the local stack)")
+            description = "JSON environment overrides, in sam's shape (default: ${DEFAULT-VALUE}, the local stack"
+                    + " `up` runs by default; for `up --work-dir DIR`, DIR/env-vars.json)")
     Path envVars;
 
     @Option(
@@ -28,42 +26,35 @@ final class LocalStackOptions {
             description = "the SAM template (default: ${DEFAULT-VALUE})")
     Path template;
 
+    private Map<String, String> env = Map.of();
+
     /**
-     * Runs {@code work} against the stack's catalog and S3; a catalog that cannot be opened or an S3
-     * endpoint that does not answer (most often: the local stack is not running) is a one-line error.
+     * Function {@code logicalId}'s environment from the template, the shell and the env-vars file;
+     * refused with the {@code up} command to run when its S3 endpoint does not answer.
      */
-    static <T> T reach(CatalogSettings catalog, S3Settings s3, Supplier<T> work) {
-        probe(s3);
+    Map<String, String> environment(String logicalId, PrintWriter err) {
+        env = FunctionEnvironment.of(SamTemplate.read(template), logicalId, envVars, err);
+        LocalStackProbe.requireRunning(env, envVars);
+        return env;
+    }
+
+    /**
+     * Runs {@code work} against the stack's catalog and S3 (after {@link #environment}); a catalog
+     * that cannot be opened or an S3 endpoint that stops answering is a one-line error.
+     */
+    <T> T reach(Supplier<T> work) {
         try {
             return work.get();
         } catch (UncheckedSQLException noCatalog) {
-            throw new UserError(
-                    "cannot open the catalog " + catalog.properties().get("uri") + " (" + noCatalog.getMessage()
-                            + "); for the local stack, start it first with ./ddb2iceberg up");
+            throw new UserError("cannot open the catalog " + env.get("CATALOG_URI") + " (" + noCatalog.getMessage()
+                    + "); for the local stack, start it first: " + LocalStackProbe.upCommand(env));
         } catch (SdkClientException unreachable) {
-            throw unreachable(s3, unreachable.getMessage());
+            String endpoint = env.get("S3_ENDPOINT");
+            throw new UserError(
+                    endpoint == null || endpoint.isBlank()
+                            ? "cannot reach S3 (" + unreachable.getMessage() + ")"
+                            : LocalStackProbe.notRunning(
+                                    env, URI.create(endpoint.trim()), unreachable.getMessage(), envVars));
         }
-    }
-
-    /**
-     * Fails fast when a local S3 endpoint does not even accept a connection: otherwise Iceberg retries
-     * reading table metadata for about two minutes, logging each attempt, before the same error.
-     */
-    private static void probe(S3Settings s3) {
-        URI endpoint = s3.endpoint();
-        if (endpoint == null) {
-            return; // AWS itself
-        }
-        int port = endpoint.getPort() != -1 ? endpoint.getPort() : "https".equals(endpoint.getScheme()) ? 443 : 80;
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(endpoint.getHost(), port), 2_000);
-        } catch (IOException e) {
-            throw unreachable(s3, e.getMessage());
-        }
-    }
-
-    private static UserError unreachable(S3Settings s3, String why) {
-        return new UserError("cannot reach S3" + (s3.endpoint() == null ? "" : " at " + s3.endpoint()) + " (" + why
-                + "); for the local stack, start it first with ./ddb2iceberg up");
     }
 }

@@ -40,10 +40,9 @@ final class StatusCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        SamTemplate.Function function = SamTemplate.read(stack.template).function("Maintenance");
         MaintenanceSettings settings =
-                MaintenanceSettings.from(new Environment(InvokeCommand.environment(function, stack.envVars)));
-        TableStatus status = LocalStackOptions.reach(settings.catalog(), settings.s3(), () -> {
+                MaintenanceSettings.from(new Environment(stack.environment("Maintenance", spec.commandLine().getErr())));
+        TableStatus status = stack.reach(() -> {
             Catalog catalog = settings.catalog().load();
             try {
                 return MaintenanceHandler.status(

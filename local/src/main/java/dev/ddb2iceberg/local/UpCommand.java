@@ -23,27 +23,32 @@ import picocli.CommandLine.Option;
         description = "Starts the embedded S3-compatible server and the SQLite catalog and keeps them running, so"
                 + " functions can be invoked against them and Spark or other tools can read the table.")
 final class UpCommand implements Callable<Integer> {
+    static final String DEFAULT_WORK_DIR = ".local";
+    static final int DEFAULT_PORT = 9321;
+    static final String DEFAULT_BUCKET = "local";
+    static final String DEFAULT_TABLE = "orders";
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Option(
             names = "--work-dir",
-            defaultValue = ".local",
+            defaultValue = DEFAULT_WORK_DIR,
             description = "where S3 objects and the catalog live (default: ${DEFAULT-VALUE})")
     Path workDir;
 
     @Option(
             names = "--port",
-            defaultValue = "9321",
+            defaultValue = "" + DEFAULT_PORT,
             description = "S3 endpoint port on 127.0.0.1 (default: ${DEFAULT-VALUE})")
     int port;
 
-    @Option(names = "--bucket", defaultValue = "local", description = "the bucket (default: ${DEFAULT-VALUE})")
+    @Option(names = "--bucket", defaultValue = DEFAULT_BUCKET, description = "the bucket (default: ${DEFAULT-VALUE})")
     String bucket;
 
     @Option(
             names = "--table",
-            defaultValue = "orders",
+            defaultValue = DEFAULT_TABLE,
             description = "the Iceberg table name (default: ${DEFAULT-VALUE})")
     String table;
 

@@ -264,7 +264,14 @@ class GetCommandTest {
                         .startsWith(
                                 "Error: cannot open the catalog jdbc:sqlite:" + dir.resolve("not-started/catalog.db")),
                 r.err());
-        assertTrue(r.err().strip().endsWith("for the local stack, start it first with ./ddb2iceberg up"), r.err());
+        assertTrue(
+                r.err()
+                        .strip()
+                        .endsWith("for the local stack, start it first: ./ddb2iceberg up --work-dir "
+                                + dir.resolve("not-started") + " --port "
+                                + server.endpoint().getPort()
+                                + " --bucket b"),
+                r.err());
 
         int closedPort;
         try (ServerSocket socket = new ServerSocket(0)) {
@@ -274,9 +281,12 @@ class GetCommandTest {
         JSON.writeValue(gone.toFile(), Map.of("Parameters", env));
         Run noS3 = get(gone, "C-1", "7");
         assertEquals(2, noS3.exit(), noS3.err());
-        assertTrue(
-                noS3.err().startsWith("Error: cannot reach S3 at http://127.0.0.1:" + closedPort + " ("), noS3.err());
-        assertTrue(
-                noS3.err().strip().endsWith("for the local stack, start it first with ./ddb2iceberg up"), noS3.err());
+        assertEquals(
+                "Error: nothing answers at http://127.0.0.1:" + closedPort
+                        + " (Connection refused), the S3_ENDPOINT of "
+                        + gone + ": the local stack is not running. Start it first, in another terminal:"
+                        + " ./ddb2iceberg up --work-dir " + dir.resolve("not-started") + " --port " + closedPort
+                        + " --bucket b",
+                noS3.err().strip());
     }
 }
