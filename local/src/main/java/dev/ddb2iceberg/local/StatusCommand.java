@@ -5,13 +5,18 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.function.MaintenanceSettings;
 import dev.ddb2iceberg.maintainer.MaintenanceHandler;
+import dev.ddb2iceberg.merge.MergeOptions;
+import dev.ddb2iceberg.merge.Merger;
 import dev.ddb2iceberg.status.TableStatus;
 import dev.ddb2iceberg.table.TableCreator;
 import java.io.Closeable;
 import java.io.IOException;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.io.Writer;
 import java.time.Clock;
 import java.util.concurrent.Callable;
+import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import picocli.CommandLine;
@@ -40,20 +45,20 @@ final class StatusCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        MaintenanceSettings settings =
-                MaintenanceSettings.from(new Environment(stack.environment("Maintenance", spec.commandLine().getErr())));
+        PrintWriter err = spec.commandLine().getErr();
+        MaintenanceSettings settings = MaintenanceSettings.from(new Environment(stack.environment("Maintenance", err)));
+        // The merger's own settings say whether merges wait for the initial load (INITIAL_LOAD is the Merger's).
+        MergeOptions merger = MergeOptions.from(new Environment(FunctionEnvironment.of(
+                SamTemplate.read(stack.template), "Merger", stack.envVars, new PrintWriter(Writer.nullWriter()))));
         TableStatus status = stack.reach(() -> {
             Catalog catalog = settings.catalog().load();
             try {
-                return MaintenanceHandler.status(
-                        settings,
+                Table table = TableCreator.loadIfExists(
                         catalog,
-                        TableCreator.loadIfExists(
-                                catalog,
-                                TableIdentifier.of(
-                                        settings.table().namespace(),
-                                        settings.table().name())),
-                        Clock.systemUTC());
+                        TableIdentifier.of(
+                                settings.table().namespace(), settings.table().name()));
+                return MaintenanceHandler.status(settings, catalog, table, Clock.systemUTC())
+                        .withMergesHeld(Merger.waitingForInitialLoad(merger, table));
             } finally {
                 if (catalog instanceof Closeable c) {
                     try {

@@ -177,6 +177,28 @@ class InvokeCommandTest {
     }
 
     @Test
+    void statusBeforeTheInitialLoadSaysThatMergesAreHeldAndWhy() throws Exception {
+        Map<String, String> env = new HashMap<>(new LocalStack(server, bucket, dir).environment("orders"));
+        env.put("INITIAL_LOAD", "ParallelExport"); // the template parameter's spelling
+        JSON.writeValue(envVars.toFile(), Map.of("Parameters", env));
+        assertEquals(0, invoke("Stager", "stager-batch.json").exit());
+        Run merged = invoke("Merger", "merger-schedule.json");
+        assertEquals(0, merged.exit(), merged.err());
+        String why = JSON.readTree(merged.out()).path("heldBecause").asText();
+        assertTrue(why.startsWith("INITIAL_LOAD=parallel-export: merges wait"), merged.out());
+
+        Run status = run("status", "-n", envVars.toString());
+        assertEquals(0, status.exit(), status.err());
+        assertTrue(
+                status.out()
+                        .startsWith("table        ddb2iceberg.orders (does not exist yet: the export load creates it)\n"
+                                + "merges held  " + why + "\n"),
+                "status gives the merger's reason: " + status.out());
+        Run json = run("status", "-n", envVars.toString(), "--json");
+        assertEquals(why, JSON.readTree(json.out()).path("mergesHeldBecause").asText(), json.out());
+    }
+
+    @Test
     void stagerThenMergerOnTheSampleEventsGiveTheDocumentedResponses() throws Exception {
         Run staged = invoke("Stager", "stager-batch.json");
         assertEquals(0, staged.exit(), staged.err());
