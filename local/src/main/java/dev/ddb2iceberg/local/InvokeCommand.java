@@ -10,6 +10,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -94,6 +95,7 @@ final class InvokeCommand implements Callable<Integer> {
                 LocalInvoker.close(handler);
             }
             out.println(new String(response, StandardCharsets.UTF_8));
+            ResponseNotes.lag(response, Instant.now()).ifPresent(err::println);
         } catch (UserError e) {
             throw e;
         } catch (Exception e) {

@@ -7,6 +7,9 @@ import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.testkit.InProcessExportLoad;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -30,15 +33,27 @@ final class LoadExportCommand implements Callable<Integer> {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Each local invocation gets this long, like a Lambda timeout, so progress shows between them. */
     private static final int INVOCATION_SECONDS = 90;
+    /** Workers of a parallel load whose input names none. */
+    private static final int DEFAULT_WORKERS = 4;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     @Parameters(
             index = "0",
+            arity = "0..1",
             paramLabel = "EXPORT",
             description = "the export's folder, s3://<bucket>/<prefix>AWSDynamoDB/<ExportId>/")
     String export;
+
+    @Option(
+            names = "--input",
+            paramLabel = "FILE",
+            description = "take the export and options from a JSON input: the Merger's ({\"loadExport\": ...},"
+                    + " events/merger-load-export.json) or the export-load state machine's ({\"export\": ...,"
+                    + " \"workers\": N}, events/export-load-execution.json, loaded as with --parallel N);"
+                    + " options given on the command line win")
+    Path inputFile;
 
     @Option(
             names = "--keys",
@@ -49,9 +64,8 @@ final class LoadExportCommand implements Callable<Integer> {
 
     @Option(
             names = "--margin-minutes",
-            defaultValue = "5",
-            description = "how far before the export time the staged stream must reach (default: ${DEFAULT-VALUE})")
-    int marginMinutes;
+            description = "how far before the export time the staged stream must reach (default: 5)")
+    Integer marginMinutes;
 
     @Option(
             names = "--skip-hand-off-check",
@@ -70,6 +84,13 @@ final class LoadExportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (inputFile != null) {
+            takeFrom(inputFile);
+        }
+        if (export == null) {
+            throw new UserError("give the export's folder, s3://<bucket>/<prefix>AWSDynamoDB/<ExportId>/, or --input"
+                    + " FILE (such as events/merger-load-export.json)");
+        }
         if (parallel != null) {
             return parallel();
         }
@@ -116,11 +137,46 @@ final class LoadExportCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * The export and the options the command line leaves unset, from a Merger input ({@code loadExport})
+     * or the state machine's ({@code export}, and {@code workers}: a parallel load).
+     */
+    private void takeFrom(Path file) throws IOException {
+        if (!Files.isRegularFile(file)) {
+            throw new UserError("input file " + file + " not found");
+        }
+        JsonNode in;
+        try {
+            in = JSON.readTree(file.toFile());
+        } catch (IOException e) {
+            throw new UserError("input file " + file + " is not JSON: " + LocalInvoker.rootMessage(e));
+        }
+        boolean stateMachine = in.path("export").isTextual();
+        if (!stateMachine && !in.path("loadExport").isTextual()) {
+            throw new UserError("input file " + file + " names no export: it needs \"loadExport\" (the Merger's"
+                    + " input) or \"export\" (the export-load state machine's)");
+        }
+        if (export == null) {
+            export = in.path(stateMachine ? "export" : "loadExport").asText();
+        }
+        if (keys == null && in.path("keys").isArray()) {
+            keys = new ArrayList<>();
+            in.path("keys").forEach(k -> keys.add(k.asText()));
+        }
+        if (marginMinutes == null && in.path("marginMinutes").canConvertToInt()) {
+            marginMinutes = in.path("marginMinutes").asInt();
+        }
+        skipHandOffCheck |= in.path("skipHandOffCheck").asBoolean(false);
+        if (stateMachine && parallel == null) {
+            parallel = in.path("workers").asInt(DEFAULT_WORKERS);
+        }
+    }
+
     /** The function's input: the export's folder under {@code exportField}, and the options given. */
     private ObjectNode input(String exportField) {
         ObjectNode input = JSON.createObjectNode()
                 .put(exportField, export)
-                .put("marginMinutes", marginMinutes)
+                .put("marginMinutes", marginMinutes == null ? 5 : marginMinutes)
                 .put("skipHandOffCheck", skipHandOffCheck);
         if (keys != null && !keys.isEmpty()) {
             keys.forEach(input.putArray("keys")::add);
@@ -134,7 +190,8 @@ final class LoadExportCommand implements Callable<Integer> {
             throw new UserError("--parallel " + parallel + ": give the number of workers, 1 or more.");
         }
         SamTemplate.Function function = SamTemplate.read(stack.template).function("ExportLoad");
-        Map<String, String> env = stack.environment("ExportLoad", spec.commandLine().getErr());
+        Map<String, String> env =
+                stack.environment("ExportLoad", spec.commandLine().getErr());
         ObjectNode input = input("export");
         PrintWriter out = spec.commandLine().getOut();
         try (FunctionStreams redirected = FunctionStreams.redirect(

@@ -8,6 +8,7 @@ import dev.ddb2iceberg.testkit.LocalStack;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -15,6 +16,7 @@ import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import software.amazon.awssdk.services.s3.S3Client;
 
 /** {@code up}: the local S3-compatible server and catalog, running until Ctrl-C. */
 @Command(
@@ -64,6 +66,10 @@ final class UpCommand implements Callable<Integer> {
                     + "); is another one running? Use --port to pick another.");
         }
         server.ensureBucket(bucket);
+        String sampleExport;
+        try (S3Client s3 = server.newClient()) {
+            sampleExport = SampleExport.write(s3, bucket, Instant.now());
+        }
         LocalStack stack = new LocalStack(server, bucket, workDir);
         Map<String, String> env = stack.environment(table);
         Path envFile = workDir.resolve("env-vars.json");
@@ -77,6 +83,8 @@ final class UpCommand implements Callable<Integer> {
         out.println("table           " + env.get(Settings.TABLE_NAMESPACE.name()) + "." + table);
         out.println("env-vars file   " + envFile + "   e.g. ./ddb2iceberg invoke Stager -e events/stager-batch.json -n "
                 + envFile);
+        out.println("sample export   " + sampleExport + "  (" + SampleExport.ITEMS
+                + " items, dated now: what events/merger-load-export.json loads)");
         out.println();
         // The spark-sql command of docs/getting-started/local.md shows the same settings, with the packages to add.
         out.println("Spark settings (docs/getting-started/local.md, \"Query the table with Spark\"); the table is "

@@ -86,7 +86,7 @@ class LocalErrorsTest {
                 List.of("invoke", "Merger", "-e", event("merger-schedule.json")),
                 List.of("status"),
                 List.of("get", "C-1001", "42"),
-                List.of("load-export", "s3://demo/exports/AWSDynamoDB/01764460800000-a1b2c3d4/"),
+                List.of("load-export", "--input", event("merger-load-export.json")),
                 List.of("fan-out"))) {
             List<String> args = new ArrayList<>(command);
             args.addAll(List.of("-n", file.toString()));
