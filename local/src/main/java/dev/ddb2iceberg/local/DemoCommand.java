@@ -15,8 +15,10 @@ import dev.ddb2iceberg.embedded.LocalContext;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.model.DdbJson;
+import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.observe.LogSettings;
 import dev.ddb2iceberg.status.ScanShape;
+import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TableSettings;
 import dev.ddb2iceberg.testkit.ExpectedTable;
 import dev.ddb2iceberg.testkit.LocalStack;
@@ -35,6 +37,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
@@ -56,6 +59,11 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         description = "Runs the whole pipeline locally on a generated workload and checks the result.")
 final class DemoCommand implements Callable<Integer> {
+    private static final String BUCKET = "demo";
+    private static final String TABLE = "demo_orders";
+    /** Where the demo's closing lines suggest serving its folder with up: beside up's default 9321. */
+    private static final int LOOK_PORT = 9322;
+
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String MARKER = ".ddb2iceberg-demo";
 
@@ -127,8 +135,8 @@ final class DemoCommand implements Callable<Integer> {
                         ? FunctionStreams.lines(spec.commandLine().getErr())
                         : new PrintStream(Files.newOutputStream(metricsLog), true, StandardCharsets.UTF_8);
                 FunctionStreams redirected = FunctionStreams.redirect(metrics, System.err)) {
-            server.ensureBucket("demo");
-            Map<String, String> env = new LocalStack(server, "demo", workDir).environment("demo_orders");
+            server.ensureBucket(BUCKET);
+            Map<String, String> env = new LocalStack(server, BUCKET, workDir).environment(TABLE);
             out.println("S3 endpoint " + server.endpoint() + ", catalog " + env.get(Settings.CATALOG_URI.name()));
             out.println("Metric lines (CloudWatch EMF) go to "
                     + (verbose ? "stderr" : metricsLog + " (--verbose shows them on stderr)"));
@@ -263,6 +271,20 @@ final class DemoCommand implements Callable<Integer> {
                 return 1;
             }
             out.println("OK: the Iceberg table equals the source table, item for item, value for value.");
+            out.println();
+            // The demo's server stops with it; up serves the same folder again (on a port of its own,
+            // so that it runs beside the default stack) and writes the env-vars file for it.
+            out.println("To look at the table: ./ddb2iceberg up --work-dir " + workDir + " --port " + LOOK_PORT
+                    + " --bucket " + BUCKET + " --table " + TABLE
+                    + "   (it runs until Ctrl-C), then in another terminal:");
+            out.println("  ./ddb2iceberg status -n " + workDir.resolve("env-vars.json"));
+            Map<String, DdbValue> key = actual.keySet().iterator().next();
+            out.println("  ./ddb2iceberg get "
+                    + TableLayout.of(table).keyAttributes().stream()
+                            .map(k -> key.get(k) instanceof DdbValue.N n ? n.text() : ((DdbValue.S) key.get(k)).value())
+                            .collect(Collectors.joining(" "))
+                    + " -n " + workDir.resolve("env-vars.json"));
+            out.println("  Spark: docs/getting-started/local.md, \"Look at the demo's table\"");
             return 0;
         } finally {
             if (catalog instanceof Closeable c) {

@@ -5,13 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.MetricLines;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import dev.ddb2iceberg.local.AsMain.Run;
+import dev.ddb2iceberg.testkit.LocalStack;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,6 +60,33 @@ class DemoCommandTest {
         assertTrue(r.out().contains("Metric lines (CloudWatch EMF) go to " + metricsLog), r.out());
         List<JsonNode> mergerLines = mergerLines(Files.readAllLines(metricsLog));
         assertEquals(3, mergerLines.size(), "one merger line per simulated minute in " + metricsLog);
+
+        // Its last lines say how to look at the table afterwards; they work on the folder it left.
+        String up = "./ddb2iceberg up --work-dir " + workDir + " --port 9322 --bucket demo --table demo_orders";
+        assertTrue(r.out().contains("To look at the table: " + up), r.out());
+        Path envVars = workDir.resolve("env-vars.json");
+        String get = r.out()
+                .lines()
+                .filter(l -> l.startsWith("  ./ddb2iceberg get "))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no get line in: " + r.out()));
+        assertTrue(get.endsWith(" -n " + envVars), get);
+        String[] key = get.substring("  ./ddb2iceberg get ".length(), get.indexOf(" -n "))
+                .split(" ");
+        // What up does for that folder (on a free port here): serve it, write its env-vars file.
+        try (EmbeddedS3Server server = EmbeddedS3Server.onDisk(workDir.resolve("s3"))) {
+            new ObjectMapper()
+                    .writeValue(
+                            envVars.toFile(),
+                            Map.of("Parameters", new LocalStack(server, "demo", workDir).environment("demo_orders")));
+            String template = ProjectFiles.root().resolve("template.yaml").toString();
+            Run status = AsMain.run("status", "-n", envVars.toString(), "-t", template);
+            assertEquals(0, status.exit(), status.err());
+            assertTrue(status.out().startsWith("table        ddb2iceberg.demo_orders\n"), status.out());
+            Run item = AsMain.run("get", key[0], key[1], "-n", envVars.toString(), "-t", template);
+            assertEquals(0, item.exit(), item.err());
+            assertTrue(item.out().contains("\"S\": \"" + key[0] + "\""), item.out());
+        }
     }
 
     @Test
