@@ -25,8 +25,9 @@ final class Trail {
 
     AssertionError failure(String what) {
         return new AssertionError(
-                "seed " + seed + " (rerun: mvn -pl faults test -Dtest=PipelineUnderFaultsTest -Dfaults.seed=" + seed
-                        + "): " + what + "\nsteps:\n  " + String.join("\n  ", steps));
+                "seed " + seed + " (rerun: mvn -B test -pl faults -am -Dsurefire.failIfNoSpecifiedTests=false"
+                        + " -Dtest=PipelineUnderFaultsTest -Dfaults.seed=" + seed + "): " + what + "\nsteps:\n  "
+                        + String.join("\n  ", steps));
     }
 
     /** An exception's class and the first line of its message, for a step that failed. */
