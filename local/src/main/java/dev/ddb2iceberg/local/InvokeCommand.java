@@ -57,7 +57,10 @@ final class InvokeCommand implements Callable<Integer> {
             description = "the SAM template (default: ${DEFAULT-VALUE})")
     Path template;
 
-    @Option(names = "--verbose", description = "on an error, show its stack trace too, not only its message")
+    @Option(
+            names = "--verbose",
+            description = "on an error, show its stack trace too (in the function's log lines as well), not only its"
+                    + " message")
     boolean verbose;
 
     @Override
