@@ -200,11 +200,8 @@ public final class Freshness {
             t.snapshots().forEach(snapshots::add);
             snapshots.sort((a, b) -> Long.compare(a.sequenceNumber(), b.sequenceNumber()));
             for (Snapshot s : snapshots) {
-                String applied = s.summary().get(PipelineProperties.APPLIED);
-                if (applied != null) {
-                    for (String token : Checkpoint.decode(applied)) {
-                        visibleAt.putIfAbsent(token, s.timestampMillis());
-                    }
+                for (String token : Checkpoint.tokensOf(t.io(), s.summary())) {
+                    visibleAt.putIfAbsent(token, s.timestampMillis());
                 }
             }
             List<Long> lags = new ArrayList<>();
@@ -222,7 +219,7 @@ public final class Freshness {
                 }
             }
             long commits = snapshots.stream()
-                    .filter(s -> s.summary().containsKey(PipelineProperties.APPLIED))
+                    .filter(s -> s.summary().containsKey(PipelineProperties.APPLIED_FILE))
                     .count();
             long[] l = lags.stream().mapToLong(Long::longValue).sorted().toArray();
             long[] st = stagedLags.stream().mapToLong(Long::longValue).sorted().toArray();

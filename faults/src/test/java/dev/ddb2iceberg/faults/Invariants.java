@@ -1,7 +1,6 @@
 package dev.ddb2iceberg.faults;
 
 import dev.ddb2iceberg.commit.Checkpoint;
-import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.RemovalPolicy;
 import dev.ddb2iceberg.history.ChangeHistory;
 import dev.ddb2iceberg.model.Change;
@@ -80,11 +79,9 @@ final class Invariants {
     /** Adds the objects every merger snapshot still in the table says it applied. */
     void recordApplied() {
         if (withHistory && catalog.tableExists(historyId)) {
-            for (Snapshot s : catalog.loadTable(historyId).snapshots()) {
-                String tokens = s.summary().get(PipelineProperties.APPLIED);
-                if (tokens != null) {
-                    inHistory.addAll(Checkpoint.decode(tokens));
-                }
+            Table history = catalog.loadTable(historyId);
+            for (Snapshot s : history.snapshots()) {
+                inHistory.addAll(Checkpoint.tokensOf(history.io(), s.summary()));
             }
         }
         if (!catalog.tableExists(id)) {
@@ -92,10 +89,7 @@ final class Invariants {
         }
         Table table = catalog.loadTable(id);
         for (Snapshot s : table.snapshots()) {
-            String tokens = s.summary().get(PipelineProperties.APPLIED);
-            if (tokens != null) {
-                applied.addAll(Checkpoint.decode(tokens));
-            }
+            applied.addAll(Checkpoint.tokensOf(table.io(), s.summary()));
         }
     }
 

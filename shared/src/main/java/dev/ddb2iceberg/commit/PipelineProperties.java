@@ -10,8 +10,20 @@ public final class PipelineProperties {
 
     // ---------------------------------------------------------------- snapshot summary
 
-    /** The checkpoint: the staged objects applied so far, comma-separated (see {@link Checkpoint}). */
+    /**
+     * The checkpoint as tables merged before 2026-12-08 kept it: the staged objects applied so far,
+     * comma-separated, in the summary itself (see {@link Checkpoint}). Still read; no longer written.
+     */
     public static final String APPLIED = "ddb2iceberg.applied-staged-objects";
+
+    /**
+     * The checkpoint: the file that lists the staged objects applied so far (see {@link Checkpoint}),
+     * so that a summary stays the same small size however many objects a merge applies.
+     */
+    public static final String APPLIED_FILE = "ddb2iceberg.applied-staged-objects-file";
+
+    /** How many staged objects the checkpoint file lists (for people and status; never decides). */
+    public static final String APPLIED_COUNT = "ddb2iceberg.applied-staged-objects-count";
 
     /**
      * The id of the run (a merge, an export load or a history append) that wrote the snapshot;

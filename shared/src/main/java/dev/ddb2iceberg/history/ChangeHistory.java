@@ -9,6 +9,7 @@ import dev.ddb2iceberg.model.DdbValue;
 import dev.ddb2iceberg.model.Operation;
 import dev.ddb2iceberg.model.SequenceNumbers;
 import dev.ddb2iceberg.table.ColumnNames;
+import dev.ddb2iceberg.table.DerivedFiles;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableLayout;
 import dev.ddb2iceberg.table.TableSettings;
@@ -202,8 +203,11 @@ public final class ChangeHistory {
                             .writeFiles(rows, Comparator.comparing(r -> (String) r.getField(TableLayout.SEQ)), pool);
                     RowDelta delta = target.newRowDelta()
                             .conflictDetectionFilter(Expressions.alwaysTrue())
-                            .validateNoConflictingDataFiles()
-                            .set(PipelineProperties.APPLIED, Checkpoint.encode(tokens));
+                            .validateNoConflictingDataFiles();
+                    // The staged objects this append covers, in a file as the main table's checkpoint.
+                    Map<String, String> covered = new HashMap<>();
+                    Checkpoint.record(covered, target.io(), DerivedFiles.checkpointFile(target, runId), tokens);
+                    covered.forEach(delta::set);
                     if (base != null) {
                         delta.validateFromSnapshot(base.snapshotId());
                     }

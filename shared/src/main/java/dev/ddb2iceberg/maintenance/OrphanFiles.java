@@ -1,5 +1,6 @@
 package dev.ddb2iceberg.maintenance;
 
+import dev.ddb2iceberg.commit.Checkpoint;
 import dev.ddb2iceberg.index.KeyIndex;
 import dev.ddb2iceberg.removals.RemovalsIndex;
 import dev.ddb2iceberg.table.DerivedFiles;
@@ -116,8 +117,12 @@ final class OrphanFiles {
         Map<Integer, PartitionSpec> specs = table.specs();
         Set<String> seenManifests = new HashSet<>();
         for (Snapshot snapshot : table.snapshots()) {
-            // The merger's key index, which snapshot summaries name (not Iceberg metadata).
+            // The merger's key index and checkpoint, which snapshot summaries name (not Iceberg metadata).
             KeyIndex.filesOf(table, snapshot).forEach(files::add);
+            String checkpoint = Checkpoint.fileOf(snapshot);
+            if (checkpoint != null) {
+                files.add(checkpoint);
+            }
             for (ManifestFile manifest : snapshot.allManifests(table.io())) {
                 if (!seenManifests.add(manifest.path())) {
                     continue;

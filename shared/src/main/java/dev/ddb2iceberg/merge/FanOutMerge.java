@@ -696,7 +696,7 @@ public final class FanOutMerge {
         Map<String, String> properties = Checkpoint.carried(table);
         Set<String> checkpoint = new LinkedHashSet<>(tokens);
         checkpoint.addAll(plan.stillStaged());
-        properties.put(PipelineProperties.APPLIED, Checkpoint.encode(checkpoint));
+        Checkpoint.record(properties, table.io(), DerivedFiles.checkpointFile(table, runId), checkpoint);
         long oldest =
                 shuffles.stream().mapToLong(Shuffle::oldestChangeMillis).min().orElse(Long.MAX_VALUE);
         String since = properties.get(PipelineProperties.STREAM_SINCE);

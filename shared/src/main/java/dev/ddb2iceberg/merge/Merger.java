@@ -11,6 +11,7 @@ import dev.ddb2iceberg.lookup.LiveRowLookup;
 import dev.ddb2iceberg.model.Change;
 import dev.ddb2iceberg.staging.StagedObject;
 import dev.ddb2iceberg.staging.StagingStore;
+import dev.ddb2iceberg.table.DerivedFiles;
 import dev.ddb2iceberg.table.SchemaEvolution;
 import dev.ddb2iceberg.table.TableCreator;
 import dev.ddb2iceberg.table.TableSettings;
@@ -329,7 +330,7 @@ public final class Merger {
         Set<String> checkpointOut = new LinkedHashSet<>(tokens);
         checkpointOut.addAll(stillStaged);
         Map<String, String> properties = Checkpoint.carried(table);
-        properties.put(PipelineProperties.APPLIED, Checkpoint.encode(checkpointOut));
+        Checkpoint.record(properties, table.io(), DerivedFiles.checkpointFile(table, runId), checkpointOut);
         properties.put(
                 PipelineProperties.STREAM_SINCE,
                 Long.toString(Checkpoint.streamSince(properties.get(PipelineProperties.STREAM_SINCE), changes)));

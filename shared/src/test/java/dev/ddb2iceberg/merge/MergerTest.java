@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.commit.Checkpoint;
+import dev.ddb2iceberg.commit.PipelineProperties;
 import dev.ddb2iceberg.config.Environment;
 import dev.ddb2iceberg.embedded.EmbeddedS3Server;
 import dev.ddb2iceberg.embedded.FaultInjectingBlobStore;
@@ -402,6 +404,54 @@ class MergerTest {
     }
 
     @Test
+    void aMergeOfManyStagedObjectsKeepsItsSummarySmallAndItsCheckpointInAFile() {
+        KeyedWorkload w = new KeyedWorkload(11, 2_000);
+        for (int i = 0; i < 300; i++) {
+            stage(w.next(2)); // one staged object a batch, as a busy stream's shards stage them
+        }
+        MergeResult r = merger().run();
+        assertEquals(300, r.objectsApplied());
+
+        Map<String, String> summary = table().currentSnapshot().summary();
+        int bytes = summary.entrySet().stream()
+                .mapToInt(e -> e.getKey().length() + e.getValue().length())
+                .sum();
+        assertTrue(bytes < 4_096, "the summary's keys and values take " + bytes + " bytes: " + summary);
+        assertEquals(300, Checkpoint.read(table()).size(), "the checkpoint names every object the merge applied");
+        assertEquals("300", summary.get(PipelineProperties.APPLIED_COUNT));
+        assertFalse(summary.containsKey(PipelineProperties.APPLIED), "no inline list beside the file");
+        assertTableEqualsModel();
+    }
+
+    /** Tables merged before 2026-12-08 name their checkpoint inline; a merge still honours it, then writes a file. */
+    @Test
+    void aCheckpointListedInTheSummaryAsOlderMergesWroteItIsStillHonoured() {
+        KeyedWorkload w = new KeyedWorkload(12, 100);
+        stage(w.next(20));
+        merger().run();
+        // An object staged again after its merge (a redelivered batch), named by an old-style checkpoint.
+        List<Change> again = w.next(5);
+        assertTrue(stager.stage(StreamEvents.batch(again).getRecords()).complete());
+        String token = Checkpoint.token(store.list().get(0).name());
+        table().newAppend()
+                .set(PipelineProperties.RUN_ID, "a merge before 2026-12-08")
+                .set(PipelineProperties.APPLIED, token)
+                .commit();
+
+        MergeResult r = merger().run();
+
+        assertEquals(1, r.objectsAlreadyApplied(), "the inline checkpoint names the object: applied before");
+        assertEquals(0, r.objectsApplied());
+        assertEquals(List.of(), stagedKeys());
+        assertTableEqualsModel(); // its changes were not applied again
+        stage(w.next(10));
+        merger().run();
+        assertTrue(table().currentSnapshot().summary().containsKey(PipelineProperties.APPLIED_FILE));
+        assertFalse(table().currentSnapshot().summary().containsKey(PipelineProperties.APPLIED));
+        assertTableEqualsModel();
+    }
+
+    @Test
     void checkpointCarriesUndeletedObjectsForwardUntilTheyAreGone() {
         KeyedWorkload w = new KeyedWorkload(7, 100);
         stage(w.next(50));
@@ -411,8 +461,9 @@ class MergerTest {
         stage(w.next(50));
         MergeResult r = merger().run();
         assertEquals(1, r.objectsApplied());
-        String checkpoint = table().currentSnapshot().summary().get("ddb2iceberg.applied-staged-objects");
-        assertEquals(2, checkpoint.split(",").length, "the undeleted object is carried forward: " + checkpoint);
+        Set<String> checkpoint =
+                Checkpoint.tokensOf(table().io(), table().currentSnapshot().summary());
+        assertEquals(2, checkpoint.size(), "the undeleted object is carried forward: " + checkpoint);
         server.faults().clear();
         r = merger().run();
         assertEquals(2, r.objectsAlreadyApplied());
