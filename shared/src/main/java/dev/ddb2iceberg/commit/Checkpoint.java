@@ -102,6 +102,9 @@ public final class Checkpoint {
         } catch (IOException e) {
             throw new UncheckedIOException("writing the checkpoint file " + file, e);
         }
+        synchronized (READ) {
+            READ.put(file, Set.copyOf(tokens)); // the next run in this container reads it without a GET
+        }
         properties.remove(PipelineProperties.APPLIED);
         properties.put(PipelineProperties.APPLIED_FILE, file);
         properties.put(PipelineProperties.APPLIED_COUNT, Integer.toString(tokens.size()));
