@@ -196,6 +196,12 @@ final class Actors {
         }
         FaultPlan.KeyIndexDamage damage = plan.keyIndexDamage(files.size());
         String victim = files.get(damage.file());
+        if (!table.io().newInputFile(victim).exists()) {
+            // Lost by an earlier step, and no merge since has needed the index (nothing was staged)
+            // to rebuild it: the damage is still there, nothing more to do.
+            trail.add("key index file " + victim + " still lost");
+            return false;
+        }
         try {
             switch (damage.damage()) {
                 case LOST -> {
