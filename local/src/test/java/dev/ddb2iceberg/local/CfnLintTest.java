@@ -3,6 +3,7 @@ package dev.ddb2iceberg.local;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ddb2iceberg.embedded.AwsTools;
 import dev.ddb2iceberg.embedded.ProjectFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;

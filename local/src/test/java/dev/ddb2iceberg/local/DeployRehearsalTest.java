@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ddb2iceberg.embedded.AwsTools;
+import dev.ddb2iceberg.embedded.MotoServer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,8 +1,7 @@
-package dev.ddb2iceberg.local;
+package dev.ddb2iceberg.embedded;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
-import dev.ddb2iceberg.embedded.ProjectFiles;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -18,23 +17,23 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * AWS's own template tools (cfn-lint, which runs the SAM translator first) and moto, for the tests
- * that use them. They are Python packages: when a pinned one is missing, {@link #ensureInstalled()}
+ * that use them (the local module's template checks, the maintenance tests on moto's Glue). They are Python packages: when a pinned one is missing, {@link #ensureInstalled()}
  * installs them with pip, and only if that fails stops the test with the command to run. A test
  * that needs them never passes without them.
  */
-final class AwsTools {
-    static final List<String> PACKAGES =
+public final class AwsTools {
+    public static final List<String> PACKAGES =
             List.of("cfn-lint==1.51.0", "aws-sam-translator==1.110.0", "moto[server]==5.2.1", "boto3");
-    static final String INSTALL_COMMAND =
+    public static final String INSTALL_COMMAND =
             "python3 -m pip install --user cfn-lint==1.51.0 aws-sam-translator==1.110.0 'moto[server]==5.2.1' boto3";
-    static final Path SCRIPTS = ProjectFiles.root().resolve("local/src/test/resources/aws-tools");
+    public static final Path SCRIPTS = ProjectFiles.root().resolve("embedded/aws-tools");
 
     private static boolean ready;
 
     private AwsTools() {}
 
     /** Checks the pinned packages, installs them when one is missing, and fails the test if it cannot. */
-    static synchronized void ensureInstalled() {
+    public static synchronized void ensureInstalled() {
         if (ready) {
             return;
         }
@@ -57,11 +56,11 @@ final class AwsTools {
     }
 
     /** Runs python3 with these arguments in the project's folder, within a time limit. */
-    static Result python(List<String> args, Duration limit) {
+    public static Result python(List<String> args, Duration limit) {
         return python(args, Map.of(), limit);
     }
 
-    static Result python(List<String> args, Map<String, String> env, Duration limit) {
+    public static Result python(List<String> args, Map<String, String> env, Duration limit) {
         List<String> command = new ArrayList<>(List.of("python3"));
         command.addAll(args);
         ProcessBuilder pb =
@@ -88,7 +87,7 @@ final class AwsTools {
         }
     }
 
-    static String text(InputStream in) {
+    public static String text(InputStream in) {
         try (in) {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
             in.transferTo(bytes);
@@ -103,5 +102,5 @@ final class AwsTools {
         return String.join("\n", List.of(lines).subList(Math.max(0, lines.length - 15), lines.length));
     }
 
-    record Result(int exit, String out, String err) {}
+    public record Result(int exit, String out, String err) {}
 }

@@ -1,4 +1,4 @@
-package dev.ddb2iceberg.local;
+package dev.ddb2iceberg.embedded;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -20,7 +20,7 @@ import java.util.regex.Pattern;
  * moto_server (moto 5.2.1) on 127.0.0.1, on a port the system picks, in its own process. Its log
  * is kept: moto says there which resource types its CloudFormation does not know.
  */
-final class MotoServer implements AutoCloseable {
+public final class MotoServer implements AutoCloseable {
     private static final Pattern LISTENING = Pattern.compile("Running on http://127\\.0\\.0\\.1:(\\d+)");
     private static final Pattern UNSUPPORTED = Pattern.compile("No Moto CloudFormation support for (\\S+)");
 
@@ -28,7 +28,7 @@ final class MotoServer implements AutoCloseable {
     private final List<String> log = new ArrayList<>();
     private final String endpoint;
 
-    MotoServer() {
+    public MotoServer() {
         AwsTools.ensureInstalled();
         try {
             process = new ProcessBuilder("python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", "0")
@@ -68,12 +68,12 @@ final class MotoServer implements AutoCloseable {
         }
     }
 
-    String endpoint() {
+    public String endpoint() {
         return endpoint;
     }
 
     /** The resource types moto's CloudFormation said it skipped ("No Moto CloudFormation support for …"). */
-    Set<String> unsupportedTypes() {
+    public Set<String> unsupportedTypes() {
         Set<String> types = new TreeSet<>();
         synchronized (log) {
             for (String line : log) {
@@ -86,7 +86,7 @@ final class MotoServer implements AutoCloseable {
         return types;
     }
 
-    String log() {
+    public String log() {
         synchronized (log) {
             return String.join("\n", log.subList(Math.max(0, log.size() - 40), log.size()));
         }
