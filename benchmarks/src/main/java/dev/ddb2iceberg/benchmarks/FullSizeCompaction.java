@@ -203,7 +203,9 @@ final class FullSizeCompaction {
                 o.orphanMinAgeHours(),
                 o.manifestThreshold(),
                 o.historyRetentionDays(),
-                o.historySnapshotMaxAgeHours());
+                o.historySnapshotMaxAgeHours(),
+                o.glueTableVersionsKept(),
+                o.glueTableVersionsPerRun());
     }
 
     /** One data file of {@code rows} rows, keys ascending. */

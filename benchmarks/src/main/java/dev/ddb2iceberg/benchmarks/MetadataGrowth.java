@@ -100,7 +100,9 @@ public final class MetadataGrowth {
                     maintenanceOptions.orphanMinAgeHours(),
                     maintenanceOptions.manifestThreshold(),
                     maintenanceOptions.historyRetentionDays(),
-                    maintenanceOptions.historySnapshotMaxAgeHours());
+                    maintenanceOptions.historySnapshotMaxAgeHours(),
+                    maintenanceOptions.glueTableVersionsKept(),
+                    maintenanceOptions.glueTableVersionsPerRun());
             System.out.printf(
                     "metadata growth: %,d commits of %d objects x %d changes, maintenance every %d commits,"
                             + " snapshots kept %d h, small files rewritten below %,d bytes%n",

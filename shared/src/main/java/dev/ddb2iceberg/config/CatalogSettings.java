@@ -115,6 +115,16 @@ public record CatalogSettings(String name, String type, Map<String, String> prop
         return new CatalogSettings(env.string(Settings.CATALOG_NAME), type, Map.copyOf(props));
     }
 
+    /** True for the Glue Data Catalog, which keeps a table version for each commit. */
+    public boolean isGlue() {
+        return type.equals("glue");
+    }
+
+    /** The account that owns the Glue Data Catalog (GLUE_CATALOG_ID, which Glue's REST endpoint takes as the warehouse). */
+    public String glueCatalogId() {
+        return properties.get(CatalogProperties.WAREHOUSE_LOCATION);
+    }
+
     /** True for an S3 table bucket, whose storage only S3 Tables' own maintenance may list or delete from. */
     public boolean isS3Tables() {
         return type.equals("s3tables");

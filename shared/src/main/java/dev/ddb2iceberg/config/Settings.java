@@ -260,6 +260,23 @@ public final class Settings {
             null,
             "snapshot expiry of the change history, in hours; default SNAPSHOT_MAX_AGE_HOURS");
 
+    public static final Setting GLUE_TABLE_VERSIONS_KEPT = fixed(
+            "GLUE_TABLE_VERSIONS_KEPT",
+            "100",
+            "CATALOG_TYPE glue: the newest Glue table versions of the table (and of its change history) that"
+                    + " maintenance keeps, the current one among them; older ones are deleted (task catalog-versions):"
+                    + " Glue allows 100,000 a table and 1,000,000 an account");
+    public static final Setting GLUE_TABLE_VERSIONS_DELETED_PER_RUN = fixed(
+            "GLUE_TABLE_VERSIONS_DELETED_PER_RUN",
+            "2000",
+            "CATALOG_TYPE glue: the most old table versions one maintenance run deletes of a table; the rest wait"
+                    + " for the next run");
+    public static final Setting GLUE_ENDPOINT = unset(
+            "GLUE_ENDPOINT",
+            "",
+            "Glue's API endpoint for the catalog-versions task, such as moto_server's http://127.0.0.1:5000 in a"
+                    + " test; empty for https://glue.<AWS_REGION>.amazonaws.com");
+
     // ------------------------------------------------------------------ logging and the runtime
     public static final Setting LOG_FORMAT = choice(
             "LOG_FORMAT",

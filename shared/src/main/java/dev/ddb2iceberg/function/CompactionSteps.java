@@ -58,7 +58,7 @@ public final class CompactionSteps {
 
     /** A step that had nothing to do. */
     private static final MaintenanceResult NOTHING =
-            new MaintenanceResult(false, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0);
+            new MaintenanceResult(false, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), 0, List.of(), 0);
 
     private final PipelineSettings settings;
     private final MaintenanceOptions options;
@@ -174,6 +174,7 @@ public final class CompactionSteps {
                 finish.manifestsRewritten(),
                 0,
                 List.of(),
+                0,
                 conflicts,
                 (System.nanoTime() - start) / 1_000_000);
     }

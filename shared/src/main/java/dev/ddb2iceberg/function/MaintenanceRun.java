@@ -2,6 +2,7 @@ package dev.ddb2iceberg.function;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonUnwrapped;
+import dev.ddb2iceberg.maintenance.GlueTableVersions;
 import dev.ddb2iceberg.maintenance.Maintenance;
 import dev.ddb2iceberg.maintenance.MaintenanceOptions;
 import dev.ddb2iceberg.maintenance.MaintenanceResult;
@@ -39,6 +40,7 @@ public final class MaintenanceRun {
     private final Catalog catalog;
     private final Clock clock;
     private Consumer<String> metricsOut = FunctionCall.STANDARD_OUTPUT;
+    private GlueTableVersions glueVersions;
 
     /** @param log the handler's logger, which the log lines name */
     public MaintenanceRun(
@@ -56,6 +58,12 @@ public final class MaintenanceRun {
         return this;
     }
 
+    /** For a Glue catalog: what deletes the tables' old Glue table versions (task catalog-versions); null for none. */
+    public MaintenanceRun catalogVersions(GlueTableVersions versions) {
+        this.glueVersions = versions;
+        return this;
+    }
+
     /** The staging area as a URI; maintenance never deletes anything under it. */
     public static String stagingUri(PipelineSettings settings) {
         return "s3://" + settings.staging().bucket() + "/" + settings.staging().stagingPrefix();
@@ -69,7 +77,7 @@ public final class MaintenanceRun {
                     "Table " + id + " does not exist yet (the merger creates it on its first run): nothing to maintain";
             log.info(note);
             return new Result(
-                    new MaintenanceResult(dryRun, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0),
+                    new MaintenanceResult(dryRun, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), 0, List.of(), 0),
                     note,
                     null);
         }
@@ -93,6 +101,10 @@ public final class MaintenanceRun {
             TableIdentifier id, Table table, MaintenanceOptions options, Set<MaintenanceTask> tasks, boolean dryRun) {
         MaintenanceResult result = new Maintenance(table, options, stagingUri(settings), clock)
                 .managedStorage(settings.catalog().isS3Tables())
+                .catalogVersions(
+                        glueVersions == null
+                                ? null
+                                : dry -> glueVersions.trim(id.namespace().toString(), id.name(), dry))
                 .run(tasks, dryRun);
         if (!result.dryRun()) {
             metricsOut.accept(metrics(id, result).toString());
@@ -112,6 +124,7 @@ public final class MaintenanceRun {
                 .count("ManifestsRewritten", r.manifestsRewritten())
                 .count("SnapshotsExpired", r.snapshotsExpired())
                 .count("OrphansDeleted", r.orphans().size())
+                .count("CatalogVersionsDeleted", r.catalogVersionsDeleted())
                 .count("MaintenanceConflicts", r.conflicts().size())
                 .milliseconds("MaintenanceMillis", r.millis());
     }

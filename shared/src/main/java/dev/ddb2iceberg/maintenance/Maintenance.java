@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 /**
  * One maintenance run over the table: compaction ({@link Compactor}), history retention ({@link
  * HistoryRetention}), manifest rewrite ({@link ManifestRewrite}), snapshot expiry ({@link
- * SnapshotExpiry}) and orphan cleanup ({@link OrphanFiles}), in that order, each optional. Safe beside a running merger: every commit validates
+ * SnapshotExpiry}), orphan cleanup ({@link OrphanFiles}) and the catalog's old table versions
+ * ({@link GlueTableVersions}), in that order, each optional. Safe beside a running merger: every commit validates
  * against what changed since it planned; a compaction group that loses a race is read and written
  * again a few times ({@link Compactor}), any other task that loses one gives up for this run (the
  * merger's commit is never the one that fails for good; the next run tries again).
@@ -32,6 +33,13 @@ public final class Maintenance {
     private final String stagingUri;
     private final Clock clock;
     private boolean managedStorage;
+    private CatalogVersions catalogVersions;
+
+    /** The catalog's cleanup of the table's old versions: how many it deleted (on a dry run, would). */
+    @FunctionalInterface
+    public interface CatalogVersions {
+        int trim(boolean dryRun);
+    }
 
     /** @param stagingUri the staging area, e.g. {@code s3://bucket/staging/}: never touched */
     public Maintenance(Table table, MaintenanceOptions options, String stagingUri, Clock clock) {
@@ -49,6 +57,15 @@ public final class Maintenance {
      */
     public Maintenance managedStorage(boolean managed) {
         this.managedStorage = managed;
+        return this;
+    }
+
+    /**
+     * For a table in the Glue Data Catalog: the catalog-versions task deletes its old table versions
+     * with this ({@link GlueTableVersions}). Without one the task has nothing to do.
+     */
+    public Maintenance catalogVersions(CatalogVersions cleanup) {
+        this.catalogVersions = cleanup;
         return this;
     }
 
@@ -98,7 +115,7 @@ public final class Maintenance {
         MaintenanceResult.Compaction compaction =
                 new Compactor(table, options).compactGroup(new HashSet<>(files), conflicts);
         return new MaintenanceResult(
-                false, compaction, 0, 0, List.of(), conflicts, (System.nanoTime() - start) / 1_000_000);
+                false, compaction, 0, 0, List.of(), 0, conflicts, (System.nanoTime() - start) / 1_000_000);
     }
 
     /**
@@ -121,7 +138,7 @@ public final class Maintenance {
         MaintenanceResult.Compaction compaction =
                 new MaintenanceResult.Compaction(0, 0, 0, 0, dangling, files[0], files[1], files[0], files[1], 0);
         return new MaintenanceResult(
-                false, compaction, manifests, 0, List.of(), conflicts, (System.nanoTime() - start) / 1_000_000);
+                false, compaction, manifests, 0, List.of(), 0, conflicts, (System.nanoTime() - start) / 1_000_000);
     }
 
     /** The table's data files and delete files now. */
@@ -185,8 +202,23 @@ public final class Maintenance {
             orphans = new OrphanFiles(table, stagingUri, !managedStorage).run(cutoff, dryRun);
             LOG.info("{} {} orphan files older than {}", dryRun ? "Found" : "Deleted", orphans.size(), cutoff);
         }
+        int versionsDeleted = 0;
+        if (tasks.contains(MaintenanceTask.CATALOG_VERSIONS)) {
+            if (catalogVersions == null) {
+                LOG.info("catalog-versions: only a Glue catalog keeps table versions to bound; nothing to do here");
+            } else {
+                versionsDeleted = catalogVersions.trim(dryRun);
+            }
+        }
         MaintenanceResult result = new MaintenanceResult(
-                dryRun, compaction, manifests, expired, orphans, conflicts, (System.nanoTime() - start) / 1_000_000);
+                dryRun,
+                compaction,
+                manifests,
+                expired,
+                orphans,
+                versionsDeleted,
+                conflicts,
+                (System.nanoTime() - start) / 1_000_000);
         LOG.atInfo()
                 .addKeyValue("dryRun", dryRun)
                 .addKeyValue(
@@ -204,6 +236,7 @@ public final class Maintenance {
                 .addKeyValue("manifestsRewritten", manifests)
                 .addKeyValue("snapshotsExpired", expired)
                 .addKeyValue("orphans", orphans.size())
+                .addKeyValue("catalogVersionsDeleted", versionsDeleted)
                 .addKeyValue("conflicts", conflicts.isEmpty() ? null : String.join("; ", conflicts))
                 .addKeyValue("millis", result.millis())
                 .log("Maintenance run");

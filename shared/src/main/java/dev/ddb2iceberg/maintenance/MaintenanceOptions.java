@@ -20,6 +20,8 @@ import dev.ddb2iceberg.config.Settings;
  * @param historyRetentionDays the change history (HISTORY_TABLE) drops its days older than this; 0
  *     keeps every change for good
  * @param historySnapshotMaxAgeHours the change history's snapshots older than this expire
+ * @param glueTableVersionsKept a Glue table's newest versions kept, the current one among them
+ * @param glueTableVersionsPerRun the most old versions of a Glue table one run deletes
  */
 public record MaintenanceOptions(
         long targetFileSizeBytes,
@@ -33,10 +35,12 @@ public record MaintenanceOptions(
         long orphanMinAgeHours,
         int manifestThreshold,
         long historyRetentionDays,
-        long historySnapshotMaxAgeHours) {
+        long historySnapshotMaxAgeHours,
+        int glueTableVersionsKept,
+        int glueTableVersionsPerRun) {
 
     public static final MaintenanceOptions DEFAULTS =
-            new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.2, 600, 120, 1, 72, 100, 0, 120);
+            new MaintenanceOptions(512L << 20, 2L << 30, 16, 5, 0.2, 600, 120, 1, 72, 100, 0, 120, 100, 2000);
 
     public static MaintenanceOptions from(Environment env) {
         long snapshotMaxAgeHours = env.positiveLong(Settings.SNAPSHOT_MAX_AGE_HOURS);
@@ -52,7 +56,9 @@ public record MaintenanceOptions(
                 env.positiveLong(Settings.ORPHAN_MIN_AGE_HOURS),
                 env.positiveInt(Settings.MANIFEST_REWRITE_THRESHOLD),
                 env.nonNegativeLong(Settings.HISTORY_RETENTION_DAYS),
-                env.positiveLong(Settings.HISTORY_SNAPSHOT_MAX_AGE_HOURS, snapshotMaxAgeHours));
+                env.positiveLong(Settings.HISTORY_SNAPSHOT_MAX_AGE_HOURS, snapshotMaxAgeHours),
+                env.positiveInt(Settings.GLUE_TABLE_VERSIONS_KEPT),
+                env.positiveInt(Settings.GLUE_TABLE_VERSIONS_DELETED_PER_RUN));
     }
 
     public MaintenanceOptions withTargetFileSize(long bytes) {
@@ -68,7 +74,9 @@ public record MaintenanceOptions(
                 orphanMinAgeHours,
                 manifestThreshold,
                 historyRetentionDays,
-                historySnapshotMaxAgeHours);
+                historySnapshotMaxAgeHours,
+                glueTableVersionsKept,
+                glueTableVersionsPerRun);
     }
 
     public MaintenanceOptions withMaxGroupsPerRun(int groups) {
@@ -84,7 +92,9 @@ public record MaintenanceOptions(
                 orphanMinAgeHours,
                 manifestThreshold,
                 historyRetentionDays,
-                historySnapshotMaxAgeHours);
+                historySnapshotMaxAgeHours,
+                glueTableVersionsKept,
+                glueTableVersionsPerRun);
     }
 
     public MaintenanceOptions withManifestThreshold(int threshold) {
@@ -100,7 +110,9 @@ public record MaintenanceOptions(
                 orphanMinAgeHours,
                 threshold,
                 historyRetentionDays,
-                historySnapshotMaxAgeHours);
+                historySnapshotMaxAgeHours,
+                glueTableVersionsKept,
+                glueTableVersionsPerRun);
     }
 
     /** The options for the change history: its own snapshot retention (its rows' is {@link #historyRetentionDays}). */
@@ -117,6 +129,8 @@ public record MaintenanceOptions(
                 orphanMinAgeHours,
                 manifestThreshold,
                 historyRetentionDays,
-                historySnapshotMaxAgeHours);
+                historySnapshotMaxAgeHours,
+                glueTableVersionsKept,
+                glueTableVersionsPerRun);
     }
 }

@@ -10,6 +10,7 @@ import java.util.List;
  * @param manifestsRewritten manifests replaced by the manifest rewrite
  * @param snapshotsExpired snapshots expired
  * @param orphans unreferenced files found old enough to delete (deleted unless a dry run)
+ * @param catalogVersionsDeleted old Glue table versions of the table deleted (on a dry run: that would be)
  * @param conflicts tasks that lost a race with another commit and gave up for this run
  */
 public record MaintenanceResult(
@@ -18,6 +19,7 @@ public record MaintenanceResult(
         int manifestsRewritten,
         int snapshotsExpired,
         List<String> orphans,
+        int catalogVersionsDeleted,
         List<String> conflicts,
         long millis) {
 

@@ -7,10 +7,12 @@ public enum MaintenanceTask {
     COMPACT,
     MANIFESTS,
     EXPIRE,
-    ORPHANS;
+    ORPHANS,
+    /** Old Glue table versions of the table ({@link GlueTableVersions}); nothing for other catalogs. */
+    CATALOG_VERSIONS;
 
     public String inputName() {
-        return name().toLowerCase(Locale.ROOT);
+        return name().toLowerCase(Locale.ROOT).replace('_', '-');
     }
 
     public static MaintenanceTask fromInput(String name) {
@@ -19,7 +21,7 @@ public enum MaintenanceTask {
                 return t;
             }
         }
-        throw new IllegalArgumentException(
-                "Unknown maintenance task '" + name + "'; the tasks are compact, manifests," + " expire and orphans.");
+        throw new IllegalArgumentException("Unknown maintenance task '" + name
+                + "'; the tasks are compact, manifests, expire, orphans" + " and catalog-versions.");
     }
 }

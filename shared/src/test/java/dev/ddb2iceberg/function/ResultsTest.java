@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 /** The result records are written with the fields the hand-built JSON had, and no others. */
 class ResultsTest {
     private static final MaintenanceResult NOTHING =
-            new MaintenanceResult(true, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), List.of(), 0);
+            new MaintenanceResult(true, MaintenanceResult.Compaction.NONE, 0, 0, List.of(), 0, List.of(), 0);
 
     @Test
     void aMaintenanceResultIsTheTablesWithItsHistoryOrANote() throws Exception {

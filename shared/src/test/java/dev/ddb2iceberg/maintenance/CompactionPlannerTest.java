@@ -147,7 +147,7 @@ class CompactionPlannerTest {
         List<Long> before = liveIds();
         MaintenanceOptions bounded = new MaintenanceOptions(
                 TARGET, 1, // bytes: only the first group (a run always takes one)
-                16, 5, 0.2, 600, 120, 1, 72, 100, 0, 120);
+                16, 5, 0.2, 600, 120, 1, 72, 100, 0, 120, 100, 2000);
         MaintenanceResult first = new Maintenance(table, bounded, settings.stagingUri(), Clock.systemUTC())
                 .run(EnumSet.of(MaintenanceTask.COMPACT), false);
         assertEquals(1, first.compaction().groups(), first.toString());

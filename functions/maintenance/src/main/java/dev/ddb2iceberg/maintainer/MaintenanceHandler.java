@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Lambda entry point, run by an EventBridge schedule (hourly by default). Input, all optional, as a
  * schedule rule's {@code detail} or EventBridge Scheduler's plain input (a {@link MaintenanceInput}):
- * {@code {"tasks": ["compact", "manifests", "expire", "orphans"], "dryRun": false}}, or
+ * {@code {"tasks": ["compact", "manifests", "expire", "orphans", "catalog-versions"], "dryRun": false}}, or
  * {@code {"status": true}} for a report only. Returns the run's {@link MaintenanceResult} as JSON,
  * with its change history's under {@code history}. The work is {@link MaintenanceRun}'s.
  */
@@ -63,7 +63,8 @@ public final class MaintenanceHandler implements RequestStreamHandler, AutoClose
 
     private MaintenanceHandler(MaintenanceSettings settings, Catalog catalog, Clock clock, OwnedClients owned) {
         this.owned = owned;
-        this.run = new MaintenanceRun(settings.pipeline(), settings.options(), catalog, clock, LOG);
+        this.run = new MaintenanceRun(settings.pipeline(), settings.options(), catalog, clock, LOG)
+                .catalogVersions(owned.own(settings.glueTableVersions()));
     }
 
     /** Where metric lines go: standard output in Lambda (CloudWatch reads them from the log). */
