@@ -466,6 +466,20 @@ class DeployRehearsalTest {
                     merger.add(action + " " + glue + "table/ddb2iceberg/" + table);
                     maintenance.add(action + " " + glue + "table/ddb2iceberg/" + table);
                 }
+                // The task catalog-versions (GlueTableVersions): the table's and its change history's.
+                List<String> tables = new ArrayList<>(List.of(table));
+                if (params.containsKey("HistoryTable")) {
+                    tables.add(params.get("HistoryTable"));
+                }
+                for (String action :
+                        List.of("glue:GetTableVersions", "glue:BatchDeleteTableVersion", "glue:DeleteTableVersion")) {
+                    maintenance.add(action + " " + glue + "catalog");
+                    maintenance.add(action + " " + glue + "database/ddb2iceberg");
+                    for (String t : tables) {
+                        maintenance.add(action + " " + glue + "table/ddb2iceberg/" + t);
+                    }
+                }
+                maintenance.add("glue:GetTable " + glue + "table/ddb2iceberg/" + tables.get(tables.size() - 1));
                 merger.add("glue:CreateTable " + glue + "table/ddb2iceberg/" + table);
                 merger.add("glue:GetDatabase " + glue + "database/ddb2iceberg");
                 merger.add("glue:GetCatalog " + glue + "catalog");
