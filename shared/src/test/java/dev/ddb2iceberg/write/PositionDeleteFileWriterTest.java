@@ -145,8 +145,8 @@ class PositionDeleteFileWriterTest {
     }
 
     /**
-     * A table that asks for uncompressed delete files (a merger bound by CPU: BENCHMARKS.md,
-     * twenty-third session) gets the file Iceberg's writer writes for it, positions plain.
+     * A table that asks for uncompressed delete files (a merger bound by CPU: BENCHMARKS.md, "Delete
+     * files", 2026-12-07) gets the file Iceberg's writer writes for it, positions plain.
      */
     @Test
     void withoutCompressionItWritesTheFileIcebergsWriterWrites(EmbeddedS3Server server) throws IOException {
