@@ -3,7 +3,10 @@ package dev.ddb2iceberg.maintenance;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * The files a table's metadata references, asked about by the spelling a store's listing gives.
@@ -17,19 +20,21 @@ import java.util.Map;
  * why the file was kept.
  */
 final class ReferencedFiles {
+    private static final Pattern SLASHES = Pattern.compile("/{2,}");
     /** Each referenced file's canonical spelling, mapped to its spelling in the metadata. */
     private final Map<String, String> byCanonical = new HashMap<>();
 
-    private final Map<String, String> exact = new HashMap<>();
+    /** Each referenced file's spelling in the metadata, with the s3:// scheme. */
+    private final Set<String> exact = new HashSet<>();
 
     void add(String location) {
-        exact.put(withS3Scheme(location), location);
+        exact.add(withS3Scheme(location));
         byCanonical.putIfAbsent(canonical(location), location);
     }
 
     /** True when the listed file is, by any spelling, one the metadata references. */
     boolean references(String listed) {
-        return exact.containsKey(withS3Scheme(listed)) || byCanonical.containsKey(canonical(listed));
+        return exact.contains(withS3Scheme(listed)) || byCanonical.containsKey(canonical(listed));
     }
 
     /**
@@ -37,7 +42,7 @@ final class ReferencedFiles {
      * the spellings are the same or the file is not referenced.
      */
     String spelledDifferently(String listed) {
-        if (exact.containsKey(withS3Scheme(listed))) {
+        if (exact.contains(withS3Scheme(listed))) {
             return null;
         }
         return byCanonical.get(canonical(listed));
@@ -62,7 +67,7 @@ final class ReferencedFiles {
         if (keyStart < 0) {
             return s;
         }
-        String key = s.substring(keyStart).replaceAll("/{2,}", "/");
+        String key = SLASHES.matcher(s.substring(keyStart)).replaceAll("/");
         return s.substring(0, keyStart) + percentDecoded(key);
     }
 

@@ -122,6 +122,16 @@ public record TableStatus(
 
     /** This status with the change history's. */
     public TableStatus withHistory(HistoryStatus h) {
+        return copy(h, mergesHeldBecause);
+    }
+
+    /** This status, saying why merges are held ({@code why}: the merger's reason, or null). */
+    public TableStatus withMergesHeld(String why) {
+        return copy(history, why);
+    }
+
+    /** This status with the two parts set afterwards by who knows them: the history's, and why merges are held. */
+    private TableStatus copy(HistoryStatus h, String why) {
         return new TableStatus(
                 table,
                 exists,
@@ -149,38 +159,6 @@ public record TableStatus(
                 parallelLoad,
                 removals,
                 h,
-                mergesHeldBecause);
-    }
-
-    /** This status, saying why merges are held ({@code why}: the merger's reason, or null). */
-    public TableStatus withMergesHeld(String why) {
-        return new TableStatus(
-                table,
-                exists,
-                currentSnapshotId,
-                currentSnapshotAt,
-                snapshots,
-                oldestSnapshotAgeHours,
-                appliedObjectsInCheckpoint,
-                lastMergeAt,
-                pendingObjects,
-                pendingBytes,
-                oldestPendingAgeSeconds,
-                dataFiles,
-                dataBytes,
-                records,
-                deleteFiles,
-                deleteBytes,
-                smallDataFiles,
-                smallFileRatio,
-                lastCompactionAt,
-                scan,
-                exportLoads,
-                keyIndex,
-                removalsIndex,
-                parallelLoad,
-                removals,
-                history,
                 why);
     }
 
